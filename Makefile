@@ -1,0 +1,46 @@
+# 一层 Transformer — every target creates .venv and installs the pinned requirements if needed.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+ASSETS := node_modules/.package-lock.json
+NOTEBOOKS := $(wildcard chapters/*.ipynb)
+
+.PHONY: book test lab notebooks bench lint clean
+
+book: $(INSTALLED) $(ASSETS)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@echo "书已生成：file://$(CURDIR)/_build/html/index.html"
+
+test: $(INSTALLED) $(ASSETS)
+	$(BIN)/ruff check .
+	$(BIN)/pytest tests --nbval chapters --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser"
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(BIN)/pytest tests -m browser
+
+lab: $(INSTALLED)
+	$(BIN)/jupyter lab chapters
+
+notebooks: $(INSTALLED)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False \
+		--ExecutePreprocessor.timeout=120 $(NOTEBOOKS)
+
+bench: $(INSTALLED) $(ASSETS)
+	$(BIN)/python tools/bench.py
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+
+$(INSTALLED): requirements.txt pyproject.toml
+	test -d $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(ASSETS): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+
+clean:
+	rm -rf _build

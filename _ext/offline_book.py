@@ -1,0 +1,67 @@
+"""Sphinx extension: make the HTML book work offline and refuse incomplete notebooks.
+
+- Copies MathJax, RequireJS and the ipywidgets HTML manager from ``node_modules``
+  (installed by ``npm ci`` from package-lock.json), and ``widgets_offline.js``, into
+  ``_build/html/_static/offline``;
+  ``_config.yml`` points ``mathjax_path`` and ``nb_ipywidgets_js`` there. They are copied
+  into the output, not kept in a source ``_static/`` folder, because Jupyter Book injects
+  every .js file of such a folder into every page.
+- Warns (an error under ``-W``) when a stored notebook has unexecuted cells, cells run out
+  of order, or an error output.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from book_guards import stored_output_problems
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# node_modules path → path under _static/offline
+VENDORED = {
+    "mathjax/es5/tex-chtml.js": "mathjax/tex-chtml.js",
+    "mathjax/es5/input/tex/extensions": "mathjax/input/tex/extensions",
+    "mathjax/es5/output/chtml/fonts/woff-v2": "mathjax/output/chtml/fonts/woff-v2",
+    "mathjax/es5/a11y": "mathjax/a11y",
+    "mathjax/es5/ui": "mathjax/ui",
+    "requirejs/require.js": "require.js",
+    "@jupyter-widgets/html-manager/dist": "html-manager",
+}
+# The book's own glue for the widget manager (see the file's comments).
+WIDGETS_GLUE = Path(__file__).with_name("widgets_offline.js")
+# Source maps and the non-AMD bundles of the widget manager are not loaded by any page.
+SKIPPED = shutil.ignore_patterns("*.map", "embed.js", "embed.js.LICENSE.txt", "libembed-amd.js")
+
+
+def copy_vendored(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    modules = Path(app.srcdir) / "node_modules"
+    target = Path(app.outdir) / "_static" / "offline"
+    for source, dest in VENDORED.items():
+        src = modules / source
+        if not src.exists():
+            raise ExtensionError(f"缺少 {src}：请先运行 npm ci（make book 会自动运行）")
+        if src.is_dir():
+            shutil.copytree(src, target / dest, ignore=SKIPPED, dirs_exist_ok=True)
+        else:
+            (target / dest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / dest)
+    shutil.copy2(WIDGETS_GLUE, target / WIDGETS_GLUE.name)
+
+
+def check_notebooks(app: Sphinx) -> None:
+    for path in sorted(Path(app.srcdir, "chapters").glob("*.ipynb")):
+        for problem in stored_output_problems(path):
+            logger.warning(f"{path.name}: {problem}（请运行 make notebooks）")
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", check_notebooks)
+    app.connect("build-finished", copy_vendored)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,53 @@
+"""Small training loops and probes used by the chapters' experiments."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from onelayer.checks import check_positive_int
+from onelayer.ffn import FeedForward
+
+
+def sgd_step(model: nn.Module, x: torch.Tensor, target: torch.Tensor, lr: float) -> tuple[float, float]:
+    """One plain gradient-descent step on the MSE loss; returns (loss before, loss after)."""
+    loss = F.mse_loss(model(x), target)
+    model.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad  # θ ← θ − lr·∂L/∂θ
+        after = F.mse_loss(model(x), target).item()
+    return loss.item(), after
+
+
+def teacher_task(
+    d_model: int = 4, d_ff: int = 32, n: int = 1024, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets from a random 'teacher' FFN: a nonlinear map to be learned."""
+    generator = torch.Generator().manual_seed(seed)
+    teacher = FeedForward(d_model, d_ff, activation="relu")
+    with torch.no_grad():
+        for p in teacher.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator))
+        x = torch.randn(n, d_model, generator=generator)
+        y = teacher(x)
+        y = (y - y.mean(0)) / y.std(0)  # unit-variance targets: loss 1.0 = predicting the mean
+    return x, y
+
+
+def fit_ffn(x: torch.Tensor, y: torch.Tensor, d_ff: int, activation: str = "relu",
+            steps: int = 400, lr: float = 1e-2, seed: int = 0) -> float:
+    """Train a fresh FFN of width ``d_ff`` on (x, y) with Adam; return the final MSE."""
+    check_positive_int("steps", steps)
+    torch.manual_seed(seed)
+    model = FeedForward(x.shape[-1], d_ff, activation=activation)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        return F.mse_loss(model(x), y).item()

@@ -1,0 +1,78 @@
+"""Guards on the book's structure and stored notebooks."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from book_guards import stored_output_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "chapters"
+
+
+def toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return {c["file"] for part in toc["parts"] for c in part["chapters"]}
+
+
+def chapter_notebooks() -> list[Path]:
+    return sorted(CHAPTERS.glob("*.ipynb"))
+
+
+def test_every_chapter_file_is_in_the_toc_and_vice_versa():
+    on_disk = {f"chapters/{p.stem}" for p in CHAPTERS.iterdir() if p.suffix in {".ipynb", ".md"}}
+    assert on_disk == toc_files()
+
+
+def test_toc_entries_exist():
+    for entry in toc_files():
+        assert any((ROOT / f"{entry}{ext}").exists() for ext in (".ipynb", ".md")), entry
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_stored_outputs_are_complete(path):
+    assert stored_output_problems(path) == []
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_first_code_cell_calls_setup(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    assert "onelayer.setup()" in "".join(first["source"])
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_figures_have_alt_text(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        has_image = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if has_image:
+            alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
+            assert alt.strip(), f"图没有替代文字: {''.join(cell['source'])[:60]}"
+
+
+def test_guard_catches_unexecuted_and_errored_notebooks(tmp_path):
+    cell = {"cell_type": "code", "source": "1/0", "metadata": {}, "execution_count": None,
+            "outputs": []}
+    nb = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "bad.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    assert stored_output_problems(path) == ["有未执行的代码单元"]
+    cell["execution_count"] = 2
+    cell["outputs"] = [{"output_type": "error", "ename": "ZeroDivisionError", "evalue": "",
+                        "traceback": []}]
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    problems = stored_output_problems(path)
+    assert len(problems) == 2 and "ZeroDivisionError" in problems[1]
+
+
+def test_config_keeps_the_book_offline():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    sphinx = config["sphinx"]["config"]
+    assert "://" not in sphinx["mathjax_path"]
+    assert all("://" not in url for url in sphinx["nb_ipywidgets_js"])
+    assert not (ROOT / "_static").exists(), "_static/ 中的每个 .js 都会被注入每一页"
+    assert config["execute"]["execute_notebooks"] == "off"

@@ -1,0 +1,133 @@
+"""The built HTML book in headless Chromium: offline, typeset, rendered, screenshotted.
+
+Runs after `jupyter-book build` (make test does both). Without Chromium the tests skip
+with the reason; under CI (CI=true) a missing browser or book is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+IN_CI = os.environ.get("CI") == "true"
+# Flags for a closed network: no background requests to Google's services at start-up.
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# Console messages that are not errors of the book (none so far). Each entry: a regex
+# and why it is harmless.
+CONSOLE_ALLOW: list[tuple[str, str]] = []
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [f"{f}.html" for f in files]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        if IN_CI:
+            pytest.fail("_build/html 不存在：先运行 jupyter-book build")
+        pytest.skip("书还没有构建（make book）")
+    handler = functools.partial(QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        if IN_CI:
+            pytest.fail(f"CI 中必须有 {CHROMIUM}（apt-get install chromium）")
+        pytest.skip(f"没有 {CHROMIUM}：浏览器测试跳过（apt-get install chromium 后可运行）")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def visit(browser, server, page_path):
+    """Open one page; return the page plus every request URL and console error."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requests, errors = [], []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"请求失败 {r.url}"))
+    page.goto(f"{server}/{page_path}", wait_until="networkidle")
+    page.wait_for_function("() => !window.MathJax || !window.MathJax.startup"
+                           " || window.MathJax.startup.promise !== undefined")
+    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.wait_for_load_state("networkidle")
+    return page, requests, errors
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_page_is_offline_typeset_and_rendered(browser, server, page_path):
+    page, requests, errors = visit(browser, server, page_path)
+    try:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / page_path.replace("/", "__").replace(".html", ".png"),
+                        full_page=True)
+
+        foreign = [u for u in requests if urlparse(u).hostname not in {"127.0.0.1", None}]
+        assert foreign == [], f"向外部主机的请求: {foreign}"
+
+        unexplained = [e for e in errors if not any(re.search(p, e) for p, _ in CONSOLE_ALLOW)]
+        assert unexplained == [], f"控制台错误: {unexplained}"
+
+        assert page.get_attribute("html", "lang") == "zh-CN"
+
+        text = page.inner_text("article")
+        assert "\\(" not in text and "$$" not in text, "有未排版的公式"
+        if page.locator("div.math, span.math").count():
+            assert page.locator("mjx-container").count() > 0, "MathJax 没有排版"
+
+        for img in page.locator("article img").all():
+            src = (img.get_attribute("src") or "")[:80]
+            assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"图片未加载: {src}"
+            assert (img.get_attribute("alt") or "").strip(), f"图片缺少替代文字: {src}"
+
+        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        rendered = page.locator(".jupyter-widgets.widget-container, .widget-vbox").count()
+        assert rendered >= views, f"{views} 个交互面板中只渲染了 {rendered} 个"
+    finally:
+        page.close()
+
+
+def test_chapter_text_uses_a_cjk_font(browser, server):
+    page, _, _ = visit(browser, server, toc_pages()[1])
+    try:
+        assert page.evaluate("() => document.fonts.check('16px sans-serif', '前馈网络')")
+        family = page.evaluate("() => getComputedStyle(document.querySelector('article')).fontFamily")
+        assert family
+    finally:
+        page.close()
