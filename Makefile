@@ -28,7 +28,7 @@ notebooks: $(INSTALLED)
 		--ExecutePreprocessor.timeout=120 $(NOTEBOOKS)
 
 bench: $(INSTALLED) $(ASSETS)
-	$(BIN)/python tools/bench.py
+	$(BIN)/python tools/bench.py --full
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -92,7 +92,7 @@ def test_unknown_activation_names_the_choices():
     assert "'gelu'" in str(info.value) and "'tanh'" in str(info.value)
 
 
-@pytest.mark.parametrize("shape", [(3, 5), (4,), ()])
+@pytest.mark.parametrize("shape", [(3, 5), (5,), ()])
 def test_wrong_last_dimension_names_expected_and_actual(shape):
     ffn = FeedForward(4, 16)
     with pytest.raises(ValueError, match="最后一维应为 d_model=4"):

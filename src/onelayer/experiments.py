@@ -10,20 +10,19 @@ from onelayer.checks import check_positive_int
 from onelayer.ffn import FeedForward
 
 
-def sgd_step(model: nn.Module, x: torch.Tensor, target: torch.Tensor, lr: float) -> tuple[float, float]:
-    """One plain gradient-descent step on the MSE loss; returns (loss before, loss after)."""
+def sgd_step(model: nn.Module, x: torch.Tensor, target: torch.Tensor, lr: float) -> float:
+    """One plain gradient-descent step on the MSE loss; returns the loss before the step."""
     loss = F.mse_loss(model(x), target)
     model.zero_grad()
     loss.backward()
     with torch.no_grad():
         for p in model.parameters():
             p -= lr * p.grad  # θ ← θ − lr·∂L/∂θ
-        after = F.mse_loss(model(x), target).item()
-    return loss.item(), after
+    return loss.item()
 
 
 def teacher_task(
-    d_model: int = 4, d_ff: int = 32, n: int = 1024, seed: int = 0
+    d_model: int = 4, d_ff: int = 32, n: int = 256, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and targets from a random 'teacher' FFN: a nonlinear map to be learned."""
     generator = torch.Generator().manual_seed(seed)
@@ -37,17 +36,19 @@ def teacher_task(
     return x, y
 
 
-def fit_ffn(x: torch.Tensor, y: torch.Tensor, d_ff: int, activation: str = "relu",
-            steps: int = 400, lr: float = 1e-2, seed: int = 0) -> float:
-    """Train a fresh FFN of width ``d_ff`` on (x, y) with Adam; return the final MSE."""
+def fit_ffn(
+    x: torch.Tensor, y: torch.Tensor, d_ff: int, activation: str = "relu",
+    steps: int = 200, lr: float = 0.5, seed: int = 0,
+) -> float:
+    """Fit a fresh FFN of width ``d_ff`` to (x, y) by full-batch gradient descent.
+
+    Returns the final MSE. Plain gradient descent (the same step as ``sgd_step``) keeps
+    the loop short and avoids torch.optim, whose first use costs seconds of imports.
+    """
     check_positive_int("steps", steps)
     torch.manual_seed(seed)
     model = FeedForward(x.shape[-1], d_ff, activation=activation)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):
-        loss = F.mse_loss(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        sgd_step(model, x, y, lr)
     with torch.no_grad():
         return F.mse_loss(model(x), y).item()

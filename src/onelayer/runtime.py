@@ -1,11 +1,14 @@
-"""``setup()``: the one call at the top of every chapter."""
+"""What every chapter notebook calls: ``setup()`` at the top, ``glue()`` for prose numbers."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import torch
+from IPython.core.formatters import format_display_data
+from IPython.display import display
 
 from onelayer.plotting import use_book_style
 
@@ -24,3 +27,18 @@ def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
     torch.set_printoptions(precision=precision, sci_mode=False)
     np.set_printoptions(precision=precision, suppress=True)
     use_book_style()
+
+
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glue(name: str, value: Any) -> None:
+    """Store ``value`` so the prose can quote it as {glue:text}`name` (myst-nb).
+
+    Emits exactly what ``myst_nb.glue(name, value, display=False)`` emits (a test checks
+    this) without importing myst_nb, whose import pulls in nbformat and costs a notebook
+    kernel seconds of start-up.
+    """
+    bundle, metadata = format_display_data(value)
+    metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
+    display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

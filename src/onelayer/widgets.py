@@ -26,14 +26,17 @@ def _plot_trace(x: list[float], activation: str) -> None:
     ax.set_ylabel("数值")
     ax.set_title("“鱼”的 16 个探测器：激活前后")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    show_with_alt(fig, f"柱状图：“鱼”的 16 个探测器在 {activation} 激活前（灰）与激活后（橙）的数值。")
+    alt = f"柱状图：“鱼”的 16 个探测器在 {activation} 激活前（灰）与激活后（橙）的数值。"
+    show_with_alt(fig, alt)
 
 
 def ffn_explorer() -> widgets.VBox:
     """Edit the four numbers of x_鱼, pick ReLU or GELU, watch h, act(h) and the output."""
     fish = sentence_x()[TOKENS.index("鱼")].tolist()
     sliders = [
-        widgets.FloatSlider(value=round(v, 2), min=-2.0, max=2.0, step=0.1, description=f"x_鱼[{i}]")
+        widgets.FloatSlider(
+            value=round(v, 2), min=-2.0, max=2.0, step=0.1, description=f"x_鱼[{i}]"
+        )
         for i, v in enumerate(fish)
     ]
     act = widgets.ToggleButtons(options=["gelu", "relu"], value="gelu", description="激活函数")

@@ -1,0 +1,32 @@
+import random
+
+import numpy as np
+import torch
+from myst_nb.ext import glue as myst_glue
+
+import onelayer
+from onelayer import runtime
+
+
+def captured_displays(monkeypatch, module, attribute):
+    calls = []
+    monkeypatch.setattr(module, attribute, lambda *args, **kwargs: calls.append((args, kwargs)))
+    return calls
+
+
+def test_glue_emits_what_myst_nb_glue_emits(monkeypatch):
+    ours = captured_displays(monkeypatch, runtime, "display")
+    theirs = captured_displays(monkeypatch, myst_glue, "ipy_display")
+    for value in (2_099_712, 0.025, "8x + 12"):
+        runtime.glue("name", value)
+        myst_glue.glue("name", value, display=False)
+    assert ours == theirs and len(ours) == 3
+
+
+def test_setup_makes_random_numbers_repeatable():
+    draws = []
+    for _ in range(2):
+        onelayer.setup(seed=7)
+        draws.append((random.random(), np.random.rand(), torch.rand(1).item()))
+    assert draws[0] == draws[1]
+    assert torch.get_num_threads() == 1
