@@ -33,6 +33,16 @@ CHROMIUM_ARGS = [
 # Console messages that are not errors of the book (none so far). Each entry: a regex
 # and why it is harmless.
 CONSOLE_ALLOW: list[tuple[str, str]] = []
+# A term from each chapter that the search page must find, leading to that chapter.
+SEARCH_TERMS = {
+    "chapters/01_ffn": "前馈",
+    "chapters/02_activation": "激活函数",
+    "chapters/03_residual": "残差",
+    "chapters/04_layernorm": "归一化",
+    "chapters/glossary": "术语表",
+    "chapters/errata": "勘误",
+    "chapters/references": "参考文献",
+}
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -40,10 +50,13 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def toc_pages() -> list[str]:
+def toc_files() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
-    return [f"{f}.html" for f in files]
+    return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+
+def toc_pages() -> list[str]:
+    return [f"{f}.html" for f in toc_files()]
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +149,27 @@ def test_chinese_text_renders_with_a_cjk_font(browser, server):
         assert any("CJK" in name or "Hei" in name for name in families), families
     finally:
         page.close()
+
+
+def test_every_chapter_has_a_search_term():
+    assert set(toc_files()[1:]) <= set(SEARCH_TERMS)
+
+
+@pytest.mark.parametrize("chapter", toc_files()[1:])
+def test_search_finds_chinese_terms(browser, server, chapter):
+    term = SEARCH_TERMS[chapter]
+    page, _, _ = visit(browser, server, f"search.html?q={term}")
+    try:
+        page.wait_for_selector("#search-results ul.search li", timeout=15_000)
+        hits = page.eval_on_selector_all("#search-results ul.search li a",
+                                         "links => links.map(a => a.getAttribute('href'))")
+        assert any(h.split("?")[0].split("#")[0] == f"{chapter}.html" for h in hits), (term, hits)
+    finally:
+        page.close()
+
+
+def test_no_launch_buttons_without_a_repository():
+    for page in toc_pages():
+        html = (HTML / page).read_text(encoding="utf-8")
+        for marker in ("mybinder", "colab.research", "launch-buttons", "thebe-launch"):
+            assert marker not in html, f"{page}: {marker}"

@@ -1,0 +1,29 @@
+"""The GitHub Actions workflow cannot run here; check that it parses and mirrors .ci/run."""
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_workflow() -> dict:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text("utf-8"))
+
+
+def test_workflow_runs_ci_script_and_publishes_the_book():
+    workflow = load_workflow()
+    test_job, deploy_job = workflow["jobs"]["test"], workflow["jobs"]["deploy"]
+    runs = [step.get("run", "") for step in test_job["steps"]]
+    assert "bash .ci/run" in runs
+    uploads = [s for s in test_job["steps"] if "upload-pages-artifact" in s.get("uses", "")]
+    assert uploads and uploads[0]["with"]["path"] == "_build/html"
+    assert deploy_job["needs"] == "test"
+    assert any("deploy-pages" in s.get("uses", "") for s in deploy_job["steps"])
+
+
+def test_ci_script_installs_system_packages_then_runs_the_readme_command():
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "fonts-noto-cjk" in script and "chromium" in script
+    assert script.rstrip().endswith("make test") and "make test" in readme
