@@ -36,7 +36,7 @@ CONSOLE_ALLOW: list[tuple[str, str]] = []
 # A term from each chapter that the search page must find, leading to that chapter.
 SEARCH_TERMS = {
     "chapters/01_ffn": "前馈",
-    "chapters/02_activation": "激活函数",
+    "chapters/02_activation": "激活",
     "chapters/03_residual": "残差",
     "chapters/04_layernorm": "归一化",
     "chapters/glossary": "术语表",

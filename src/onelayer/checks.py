@@ -18,6 +18,20 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_flag(name: str, value: object) -> bool:
+    """Return ``value`` if it is True or False, else raise ValueError."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} 应为 True 或 False，实际为 {value!r}")
+    return value
+
+
+def check_eps(eps: float) -> float:
+    """Return ``eps`` if it is a number > 0 (a norm's ε), else raise ValueError."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ValueError(f"eps 应为正数，实际为 {eps!r}")
+    return float(eps)
+
+
 def check_probability(name: str, value: float) -> float:
     """Return ``value`` if 0 <= value < 1 (a dropout rate), else raise ValueError."""
     if not 0.0 <= value < 1.0:

@@ -52,14 +52,19 @@ def use_book_style() -> str | None:
     return font
 
 
+def figure_html(fig: Figure, alt: str) -> str:
+    """``fig`` as an <img> tag with alt text (PNG inlined), and close the figure."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
 def show_with_alt(fig: Figure, alt: str) -> None:
     """Display ``fig`` as an <img> with alt text, then close it.
 
     For figures drawn inside widgets: their output is stored in the widget state, where
     the notebook's cell metadata cannot give the image an alt text.
     """
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
-    plt.close(fig)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    display(HTML(f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'))
+    display(HTML(figure_html(fig, alt)))
