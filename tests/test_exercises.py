@@ -28,3 +28,38 @@ def test_crash_and_wrong_shape_are_reported(capsys):
     assert "ZeroDivisionError" in capsys.readouterr().out
     assert not check_ffn_forward(lambda x, *args: x.sum())
     assert "输出形状应为" in capsys.readouterr().out
+
+
+def test_gelu_tanh_checker(capsys):
+    from onelayer.exercises import check_gelu_tanh
+
+    assert check_gelu_tanh(lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
+    assert not check_gelu_tanh(torch.nn.functional.gelu)
+    assert "精确" in capsys.readouterr().out
+
+
+def test_residual_add_checker(capsys):
+    from onelayer.exercises import check_residual_add
+
+    def careful(x, f):
+        y = f(x)
+        if y.shape != x.shape:
+            raise ValueError("shape")
+        return x + y
+
+    assert check_residual_add(careful)
+    assert not check_residual_add(lambda x, f: x + f(x))      # broadcasting hides the bug
+    assert not check_residual_add(lambda x, f: f(x))
+    out = capsys.readouterr().out
+    assert "ValueError" in out and "加回去" in out
+
+
+def test_layer_norm_checker(capsys):
+    from onelayer.exercises import check_layer_norm
+
+    def unbiased(x, g, b, eps):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b
+
+    assert check_layer_norm(lambda x, g, b, eps: torch.nn.functional.layer_norm(x, (5,), g, b, eps))
+    assert not check_layer_norm(unbiased)
+    assert "无偏方差" in capsys.readouterr().out

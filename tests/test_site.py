@@ -173,3 +173,23 @@ def test_no_launch_buttons_without_a_repository():
         html = (HTML / page).read_text(encoding="utf-8")
         for marker in ("mybinder", "colab.research", "launch-buttons", "thebe-launch"):
             assert marker not in html, f"{page}: {marker}"
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_frame_players_work_without_a_kernel(browser, server, page_path):
+    """Moving a frame player's slider shows another precomputed figure, with no Python."""
+    page, _, errors = visit(browser, server, page_path)
+    try:
+        players = page.locator(".frame-player")
+        for i in range(players.count()):
+            player = players.nth(i)
+            shown = "els => els.filter(e => e.offsetParent !== null).map(e => e.alt)"
+            before = player.locator("img").evaluate_all(shown)
+            player.locator(".noUi-handle").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(200)
+            after = player.locator("img").evaluate_all(shown)
+            assert len(before) == len(after) == 1 and before != after, (before, after)
+        assert errors == []
+    finally:
+        page.close()

@@ -44,7 +44,9 @@ def frame_player(
     )
     widgets.jslink((slider, "index"), (stack, "selected_index"))
     note = widgets.HTML(f"<i>{len(values)} 帧预先算好的图：在 HTML 书中也可以拖动。</i>")
-    return widgets.VBox([note, slider, stack])
+    player = widgets.VBox([note, slider, stack])
+    player.add_class("frame-player")  # the browser tests find the players by this class
+    return player
 
 
 # 第 1 章：逐位置前馈网络
@@ -55,11 +57,12 @@ def _plot_trace(x: list[float], activation: str) -> None:
     print(f"{activation}(·)（前 4 个探测器）:", [round(v, 3) for v in t.post[:4].tolist()])
     print("FFN 输出 [4]:", [round(v, 3) for v in t.out.tolist()])
     fig, ax = plt.subplots(figsize=(6.4, 2.6))
-    idx = range(ffn.d_ff)
+    idx = range(1, ffn.d_ff + 1)  # 探测器从 1 数起，与正文的 h1、h2…… 一致
     ax.bar(idx, t.pre.tolist(), color="lightgray", label="激活前 x·W1+b1")
-    ax.bar(idx, t.post.tolist(), width=0.5, color="tab:orange", label=f"激活后 {activation}")
+    ax.bar(idx, t.post.tolist(), width=0.5, color="tab:orange",
+           label=f"激活后 {activation.upper()}")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("探测器编号（d_ff = 16）")
+    ax.set_xlabel("探测器编号 1–16（d_ff = 16）")
     ax.set_ylabel("数值")
     ax.set_title("“鱼”的 16 个探测器：激活前后")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -97,7 +100,7 @@ def fish_frames() -> widgets.VBox:
         x[1] = x1
         traces = {name: trace_ffn(ffn, x) for name, ffn in ffns.items()}
         fig, ax = plt.subplots(figsize=(6.4, 2.6))
-        idx = np.arange(16)
+        idx = np.arange(1, 17)  # 探测器从 1 数起，与正文的 h1、h2…… 一致
         ax.bar(idx, traces["gelu"].pre.tolist(), color="lightgray", label="激活前 x·W1+b1")
         ax.bar(idx - 0.2, traces["gelu"].post.tolist(), width=0.4, color="tab:orange",
                label="GELU")
@@ -105,7 +108,7 @@ def fish_frames() -> widgets.VBox:
                label="ReLU")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_ylim(-3.5, 3.5)
-        ax.set_xlabel("探测器编号（d_ff = 16）")
+        ax.set_xlabel("探测器编号 1–16（d_ff = 16）")
         ax.set_ylabel("数值")
         ax.set_title(f"x_鱼[1] = {x1:g}：16 个探测器激活前后")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -121,20 +124,14 @@ def fish_frames() -> widgets.VBox:
 
 
 # 第 2 章：激活函数
-def _plot_activation_curves(names: tuple[str, ...], x_range: tuple[float, float], z: float) -> None:
-    if not names:
-        print("请至少选一个激活函数。")
-        return
-    lo, hi = min(x_range[0], z), max(x_range[1], z)
+def _activation_figure(names: Sequence[str], lo: float, hi: float, z: float) -> Figure:
+    """Value (left) and derivative (right) of each activation on [lo, hi], z marked."""
     xs = torch.linspace(lo, hi, 401, dtype=torch.float64)
     point = torch.tensor([z], dtype=torch.float64)
-    print(f"预激活值 z = {z:+.2f}")
-    print("激活函数      act(z)     act′(z)")
     fig, (ax_value, ax_grad) = plt.subplots(1, 2, figsize=(8.4, 3.2))
     for name in names:
         ys, grads = value_and_grad(name, xs)
         y0, g0 = value_and_grad(name, point)
-        print(f"{name:10s} {y0.item():+9.4f}  {g0.item():+9.4f}")
         (line,) = ax_value.plot(xs, ys, label=name)
         ax_grad.plot(xs, grads, color=line.get_color(), label=name)
         ax_value.plot([z], [y0.item()], "o", color=line.get_color())
@@ -145,16 +142,42 @@ def _plot_activation_curves(names: tuple[str, ...], x_range: tuple[float, float]
     ):
         ax.axvline(z, color="gray", linestyle=":", linewidth=1)
         ax.axhline(0, color="black", linewidth=0.6)
-        ax.set_title(title)
+        ax.set_title(f"{title}（z = {z:+.2f}）")
         ax.set_xlabel("预激活值 z")
         ax.set_ylabel(ylabel)
     ax_grad.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
-    alt = (
+    return fig
+
+
+def _activation_alt(names: Sequence[str], lo: float, hi: float, z: float) -> str:
+    return (
         f"两幅曲线图：{'、'.join(names)} 在 [{lo:.1f}, {hi:.1f}] 上的函数值（左）与导数（右），"
         f"圆点标出 z = {z:.2f} 处的值与梯度。"
     )
-    show_with_alt(fig, alt)
+
+
+def _plot_activation_curves(names: tuple[str, ...], x_range: tuple[float, float], z: float) -> None:
+    if not names:
+        print("请至少选一个激活函数。")
+        return
+    lo, hi = min(x_range[0], z), max(x_range[1], z)
+    print(f"预激活值 z = {z:+.2f}")
+    print("激活函数      act(z)     act′(z)")
+    for name in names:
+        y0, g0 = value_and_grad(name, torch.tensor([z], dtype=torch.float64))
+        print(f"{name:10s} {y0.item():+9.4f}  {g0.item():+9.4f}")
+    show_with_alt(_activation_figure(names, lo, hi, z), _activation_alt(names, lo, hi, z))
+
+
+def activation_frames() -> widgets.VBox:
+    """Chapter 2, without a kernel: slide z and compare ReLU, GELU and SiLU at that point."""
+    names, lo, hi = ("relu", "gelu", "silu"), -4.0, 3.0
+    values = [float(z) for z in range(-4, 4)]
+    return frame_player(
+        lambda z: _activation_figure(names, lo, hi, z), values, "z",
+        lambda z: _activation_alt(names, lo, hi, z), start=values.index(-2.0),
+    )
 
 
 def activation_explorer() -> widgets.VBox:
@@ -214,6 +237,32 @@ def residual_gradient_explorer() -> widgets.VBox:
         update, {"n_layers": depth, "use_shortcut": shortcut, "init_name": init}
     )
     return widgets.VBox([depth, shortcut, init, out])
+
+
+def residual_frames() -> widgets.VBox:
+    """Chapter 3, without a kernel: slide the depth; per-block gradients with/without shortcuts."""
+    x, y = two_spirals()
+    depths = [2, 4, 8, 16, 32, 48]
+
+    def draw(n_layers: float) -> Figure:
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        for shortcut, label in ((True, "有捷径 h + f(h)"), (False, "无捷径 f(h)")):
+            torch.manual_seed(0)
+            norms = block_grad_norms(DeepMLP(int(n_layers), shortcut=shortcut), x, y)
+            ax.semilogy(range(1, int(n_layers) + 1), norms.tolist(), marker="o", markersize=3,
+                        label=label)
+        ax.set_ylim(1e-32, 1e4)
+        ax.set_xlabel("块的编号（1 = 最靠近输入）")
+        ax.set_ylabel(r"$\|\partial L / \partial W_1\|$（对数坐标）")
+        ax.set_title(f"{int(n_layers)} 块、PyTorch 默认初始化：每块的梯度大小")
+        ax.legend(fontsize=8)
+        return fig
+
+    def alt(n_layers: float) -> str:
+        return (f"对数坐标折线图：{int(n_layers)} 块的网络在初始化时每一块 W1 的梯度范数，"
+                f"有捷径的一条近乎水平，无捷径的一条越靠近输入越小。")
+
+    return frame_player(draw, depths, "块数", alt, start=depths.index(16))
 
 
 # 第 4 章：层归一化
@@ -286,3 +335,32 @@ def layernorm_explorer() -> widgets.VBox:
     out = widgets.interactive_output(update, controls)
     columns = widgets.HBox([widgets.VBox(xs), widgets.VBox(gammas), widgets.VBox(betas)])
     return widgets.VBox([token, kind, columns, out])
+
+
+def layernorm_frames() -> widgets.VBox:
+    """Chapter 4, without a kernel: shift x_鱼 by c; LayerNorm's output stays, RMSNorm's moves."""
+    fish = sentence_x()[TOKENS.index("鱼")]
+    layer_norm, rms_norm = LayerNorm(4), RMSNorm(4)
+    shifts = [round(-2.0 + 0.5 * i, 1) for i in range(9)]
+
+    def draw(c: float) -> Figure:
+        x = fish + c
+        with torch.no_grad():
+            rows = {"输入 x_鱼 + c": x, "LayerNorm": layer_norm(x), "RMSNorm": rms_norm(x)}
+        fig, ax = plt.subplots(figsize=(6.4, 2.8))
+        idx = np.arange(4)
+        for k, (label, values) in enumerate(rows.items()):
+            ax.bar(idx + 0.27 * (k - 1), values.tolist(), width=0.27, label=label)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_ylim(-3.0, 3.0)
+        ax.set_xticks(idx, [f"第 {i + 1} 维" for i in idx])
+        ax.set_ylabel("数值")
+        ax.set_title(f"整体平移 c = {c:+.1f}：LayerNorm 不变，RMSNorm 改变")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        return fig
+
+    def alt(c: float) -> str:
+        return (f"柱状图：x_鱼 每一维加上 c = {c:+.1f} 后的输入（左）、LayerNorm 输出（中）"
+                f"与 RMSNorm 输出（右）；LayerNorm 的柱子与 c 无关。")
+
+    return frame_player(draw, shifts, "平移 c", alt, start=shifts.index(0.0))
