@@ -114,7 +114,7 @@ def fish_frames() -> widgets.VBox:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
         return fig
 
-    values = [round(-2.0 + 0.25 * i, 2) for i in range(17)]
+    values = [round(-2.0 + 0.5 * i, 1) for i in range(9)]
 
     def alt(x1: float) -> str:
         return (f"柱状图：x_鱼[1] = {x1:g} 时，“鱼”的 16 个探测器激活前（灰）、"
