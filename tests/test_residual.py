@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from onelayer import FeedForward
+from onelayer.data import two_spirals
 from onelayer.residual import (
     VARIANTS,
     DeepMLP,
@@ -20,7 +21,6 @@ from onelayer.residual import (
     residual_add,
     seeded_mlp,
     stream_rms,
-    two_spirals,
 )
 
 

@@ -5,10 +5,12 @@ Functions return fresh tensors, so a notebook that edits one cannot change anoth
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from onelayer.checks import check_positive_int
 from onelayer.ffn import FeedForward
 
 # 猫吃鱼 (seed article 003): three tokens, d_model = 4, values after attention + LayerNorm.
@@ -74,3 +76,23 @@ def tiny_example() -> TinyExample:
         w2=torch.tensor([[1.0], [-1.0], [2.0]]),
         b2=torch.tensor([0.5]),
     )
+
+
+# 两条交错的螺旋线（第 3 章）：一个浅网络不容易、深网络才分得开的二维分类任务。
+def two_spirals(
+    n: int = 160, turns: float = 1.5, noise: float = 0.0, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two interleaved spirals in the plane: x [n, 2] in about [-2, 2]², labels y [n] in {0, 1}.
+
+    Point i belongs to spiral i % 2; the second spiral is the first rotated by 180°.
+    """
+    check_positive_int("n", n)
+    generator = torch.Generator().manual_seed(seed)
+    span = turns * 2 * math.pi
+    t = torch.rand(n, generator=generator) * span + 0.3  # 角度；从 0.3 起，避开原点
+    y = (torch.arange(n) % 2).float()
+    angle = t + math.pi * y
+    radius = 2 * t / (span + 0.3)
+    x = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], dim=1)
+    x = x + noise * torch.randn(x.shape, generator=generator)
+    return x, y

@@ -3,8 +3,8 @@
 - ``residual_add`` / ``Residual``: the shortcut itself, with a shape check;
 - ``DeepMLP``: a stack of FFN blocks with or without shortcuts;
 - ``block_grad_norms``, ``stream_rms``: what such a stack does to gradients and activations;
-- ``two_spirals``, ``adam_fit``, ``MLPEnsemble``, ``degradation_sweep``: the degradation
-  experiment (He et al. 2016) at toy scale.
+- ``adam_fit``, ``MLPEnsemble``, ``degradation_sweep``: the degradation
+  experiment (He et al. 2016) at toy scale, on ``onelayer.data.two_spirals``.
 """
 
 from __future__ import annotations
@@ -150,25 +150,6 @@ def gpt2_residual_std(n_layer: int, initializer_range: float = 0.02) -> float:
     A block has two residual branches (attention and MLP), hence 2·n_layer of them.
     """
     return initializer_range / math.sqrt(2 * check_positive_int("n_layer", n_layer))
-
-
-def two_spirals(
-    n: int = 160, turns: float = 1.5, noise: float = 0.0, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two interleaved spirals in the plane: x [n, 2] in about [-2, 2]², labels y [n] in {0, 1}.
-
-    Point i belongs to spiral i % 2; the second spiral is the first rotated by 180°.
-    """
-    check_positive_int("n", n)
-    generator = torch.Generator().manual_seed(seed)
-    span = turns * 2 * math.pi
-    t = torch.rand(n, generator=generator) * span + 0.3  # 角度；从 0.3 起，避开原点
-    y = (torch.arange(n) % 2).float()
-    angle = t + math.pi * y
-    radius = 2 * t / (span + 0.3)
-    x = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], dim=1)
-    x = x + noise * torch.randn(x.shape, generator=generator)
-    return x, y
 
 
 def adam_fit(

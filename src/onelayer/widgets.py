@@ -16,11 +16,11 @@ import torch
 from matplotlib.figure import Figure
 
 from onelayer.activations import ACTIVATIONS, value_and_grad
-from onelayer.data import TOKENS, sentence_ffn, sentence_x
+from onelayer.data import TOKENS, sentence_ffn, sentence_x, two_spirals
 from onelayer.ffn import trace_ffn
 from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
 from onelayer.plotting import figure_html, show_with_alt
-from onelayer.residual import DeepMLP, block_grad_norms, two_spirals
+from onelayer.residual import DeepMLP, block_grad_norms
 
 
 # 通用：预先画好的帧 + 浏览器端联动的滑块
