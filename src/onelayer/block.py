@@ -1,0 +1,79 @@
+"""One Transformer block: attention and FFN sublayers, each with a residual and a norm.
+
+Pre-Norm:  x = x + Attn(LN₁(x));  x = x + FFN(LN₂(x))     (GPT-2, LLaMA …)
+Post-Norm: x = LN₁(x + Attn(x));  x = LN₂(x + FFN(x))     (the 2017 Transformer)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from onelayer.activations import get_activation
+from onelayer.attention import CausalSelfAttention, check_heads
+from onelayer.checks import (
+    check_choice,
+    check_eps,
+    check_flag,
+    check_positive_int,
+    check_probability,
+)
+from onelayer.ffn import FeedForward
+from onelayer.norms import LayerNorm, RMSNorm
+
+NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+NORM_POSITIONS = ("pre", "post")
+
+
+@dataclass(frozen=True)
+class BlockConfig:
+    """Everything that varies between the blocks the book compares."""
+
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int | None = None  # None: 4·d_model
+    activation: str = "gelu"
+    gated: bool = False
+    norm: str = "layernorm"
+    norm_position: str = "pre"
+    bias: bool = True
+    dropout: float = 0.0
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        check_heads(self.d_model, self.n_heads)
+        if self.d_ff is not None:
+            check_positive_int("d_ff", self.d_ff)
+        get_activation(self.activation)
+        check_flag("gated", self.gated)
+        check_flag("bias", self.bias)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("norm_position", self.norm_position, NORM_POSITIONS)
+        check_probability("dropout", self.dropout)
+        check_eps(self.eps)
+
+    @property
+    def hidden(self) -> int:
+        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, config: BlockConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.ln_1 = NORMS[config.norm](config.d_model, eps=config.eps)
+        self.attn = CausalSelfAttention(config.d_model, config.n_heads, config.bias,
+                                        config.dropout)
+        self.ln_2 = NORMS[config.norm](config.d_model, eps=config.eps)
+        self.mlp = FeedForward(config.d_model, config.hidden, config.activation,
+                               bias=config.bias, gated=config.gated)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.config.norm_position == "pre":
+            x = x + self.drop(self.attn(self.ln_1(x)))
+            return x + self.drop(self.mlp(self.ln_2(x)))
+        x = self.ln_1(x + self.drop(self.attn(x)))
+        return self.ln_2(x + self.drop(self.mlp(x)))
