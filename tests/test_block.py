@@ -2,6 +2,7 @@ import pytest
 import torch
 from torch import nn
 
+from onelayer import reference
 from onelayer.attention import CausalSelfAttention
 from onelayer.block import BlockConfig, TransformerBlock
 
@@ -13,26 +14,11 @@ def randomize(module: nn.Module, seed: int) -> None:
             p.copy_(torch.randn(p.shape, generator=generator) * 0.3 + (p.dim() == 1) * 0.1)
 
 
-def torch_encoder_layer(block: TransformerBlock) -> nn.TransformerEncoderLayer:
-    cfg = block.config
-    ref = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.hidden, dropout=0.0,
-                                     activation="gelu", batch_first=True,
-                                     norm_first=cfg.norm_position == "pre")
-    ref.self_attn.in_proj_weight.data.copy_(block.attn.qkv.weight)
-    ref.self_attn.in_proj_bias.data.copy_(block.attn.qkv.bias)
-    ref.self_attn.out_proj.load_state_dict(block.attn.proj.state_dict())
-    ref.linear1.load_state_dict(block.mlp.w1.state_dict())
-    ref.linear2.load_state_dict(block.mlp.w2.state_dict())
-    ref.norm1.load_state_dict(block.ln_1.state_dict())
-    ref.norm2.load_state_dict(block.ln_2.state_dict())
-    return ref.eval()
-
-
 @pytest.mark.parametrize("position", ["pre", "post"])
 def test_block_matches_torch_transformer_encoder_layer(position):
     block = TransformerBlock(BlockConfig(d_model=16, n_heads=4, norm_position=position)).eval()
     randomize(block, seed=0)
-    ref = torch_encoder_layer(block)
+    ref = reference.torch_encoder_layer(block)
     x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
     mask = nn.Transformer.generate_square_subsequent_mask(6)
     with torch.no_grad():
@@ -41,29 +27,68 @@ def test_block_matches_torch_transformer_encoder_layer(position):
 
 
 def test_pre_norm_block_matches_transformers_gpt2_block():
-    transformers = pytest.importorskip("transformers")
-    config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=4, vocab_size=8,
-                                     n_positions=8, resid_pdrop=0.0, embd_pdrop=0.0,
-                                     attn_pdrop=0.0, activation_function="gelu_new")
-    gpt2 = transformers.GPT2Model(config).eval().h[0]
+    pytest.importorskip("transformers")
     block = TransformerBlock(BlockConfig(d_model=16, n_heads=4, activation="gelu_tanh")).eval()
-    with torch.no_grad():  # GPT-2's Conv1D stores weights as [in, out]: transpose
-        block.attn.qkv.weight.copy_(gpt2.attn.c_attn.weight.T)
-        block.attn.qkv.bias.copy_(gpt2.attn.c_attn.bias)
-        block.attn.proj.weight.copy_(gpt2.attn.c_proj.weight.T)
-        block.attn.proj.bias.copy_(gpt2.attn.c_proj.bias)
-        block.mlp.w1.weight.copy_(gpt2.mlp.c_fc.weight.T)
-        block.mlp.w1.bias.copy_(gpt2.mlp.c_fc.bias)
-        block.mlp.w2.weight.copy_(gpt2.mlp.c_proj.weight.T)
-        block.mlp.w2.bias.copy_(gpt2.mlp.c_proj.bias)
-    block.ln_1.load_state_dict(gpt2.ln_1.state_dict())
-    block.ln_2.load_state_dict(gpt2.ln_2.state_dict())
+    randomize(block, seed=3)
+    peer = reference.gpt2_block(block)
     x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        theirs = gpt2(x)
+        theirs = peer(x)
         theirs = theirs[0] if isinstance(theirs, tuple) else theirs
         err = (block(x) - theirs).abs().max().item()
     assert err < 1e-5
+
+
+def llama_block() -> TransformerBlock:
+    cfg = BlockConfig(d_model=16, n_heads=4, d_ff=40, activation="silu", gated=True,
+                      norm="rmsnorm", bias=False, eps=1e-6)
+    block = TransformerBlock(cfg).eval()
+    randomize(block, seed=4)
+    return block
+
+
+def test_swiglu_rmsnorm_block_matches_transformers_llama_decoder_layer():
+    pytest.importorskip("transformers")
+    block = llama_block()
+    peer = reference.llama_decoder_layer(block)
+    x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        theirs = peer(x, position_embeddings=reference.no_rotation(x, d_head=4))
+        theirs = theirs[0] if isinstance(theirs, tuple) else theirs
+        assert (block(x) - theirs).abs().max().item() < 1e-5
+        # with real rotary angles the two differ: Llama's positions live in the attention
+        cos, sin = reference.no_rotation(x, d_head=4)
+        angle = torch.arange(6.0).view(1, 6, 1).expand_as(cos)
+        rotated = peer(x, position_embeddings=(angle.cos(), angle.sin()))
+        rotated = rotated[0] if isinstance(rotated, tuple) else rotated
+        assert (block(x) - rotated).abs().max().item() > 1e-3
+
+
+def test_peers_refuse_blocks_they_cannot_express():
+    with pytest.raises(ValueError, match="Llama 要求 norm='rmsnorm'"):
+        reference.llama_decoder_layer(TransformerBlock(BlockConfig(d_model=8, n_heads=2)))
+    with pytest.raises(ValueError, match="GPT-2 要求 norm_position='pre'"):
+        reference.gpt2_config(BlockConfig(d_model=8, n_heads=2, norm_position="post"))
+
+
+def test_explicit_attention_weights_give_the_fused_output():
+    attn = CausalSelfAttention(8, 2).eval()
+    x = torch.randn(3, 5, 8)
+    with torch.no_grad():
+        weights = attn.weights(x)
+        _, _, v = attn.heads(x)
+        explicit = attn.proj((weights @ v).transpose(-3, -2).flatten(-2))
+        assert (attn(x) - explicit).abs().max().item() < 1e-6
+    assert torch.allclose(weights.sum(-1), torch.ones(3, 2, 5))
+    assert torch.all(weights[..., 0, 1:] == 0)  # the first position sees only itself
+
+
+def test_attention_only_block_has_no_ffn():
+    block = TransformerBlock(BlockConfig(d_model=8, n_heads=2, d_ff=0))
+    assert block.mlp is None and block.ln_2 is None
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        assert torch.equal(block(x), x + block.attn(block.ln_1(x)))
 
 
 def test_attention_is_causal():
@@ -88,6 +113,7 @@ def test_swiglu_rmsnorm_block_runs_and_keeps_shape():
     ({"norm": "batchnorm"}, "norm 应为"),
     ({"activation": "tanh"}, "activation 应为"),
     ({"dropout": 1.5}, "dropout 应在"),
+    ({"d_ff": -4}, "d_ff 应为正整数"),
 ])
 def test_bad_configs_raise_value_error(kwargs, message):
     with pytest.raises(ValueError, match=message):

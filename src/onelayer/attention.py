@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from onelayer.checks import check_last_dim, check_positive_int, check_probability
@@ -34,16 +35,27 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values, each [..., n_heads, T, d_head]."""
         check_last_dim(x, self.d_model)
         *batch, t, _ = x.shape
         d_head = self.d_model // self.n_heads
-        q, k, v = (
-            part.reshape(*batch, t, self.n_heads, d_head).transpose(-3, -2)  # [..., h, T, d_head]
+        return tuple(
+            part.reshape(*batch, t, self.n_heads, d_head).transpose(-3, -2)
             for part in self.qkv(x).split(self.d_model, dim=-1)
         )
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)  # [..., h, T, T]
+
+    def weights(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention matrix softmax(Q·Kᵀ/√d_head + M), [..., n_heads, T, T], written out."""
+        q, k, _ = self.heads(x)
+        t = x.shape[-2]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-        weights = self.dropout(scores.masked_fill(future, float("-inf")).softmax(dim=-1))
-        heads = (weights @ v).transpose(-3, -2).reshape(*batch, t, self.d_model)
-        return self.proj(heads)
+        return scores.masked_fill(future, float("-inf")).softmax(dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.heads(x)
+        # the same as dropout(self.weights(x)) @ v (a test checks it), in one fused call
+        p = self.dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        return self.proj(out.transpose(-3, -2).flatten(-2))

@@ -33,7 +33,7 @@ class BlockConfig:
 
     d_model: int = 64
     n_heads: int = 4
-    d_ff: int | None = None  # None: 4·d_model
+    d_ff: int | None = None  # None: 4·d_model; 0: no FFN sublayer (attention only)
     activation: str = "gelu"
     gated: bool = False
     norm: str = "layernorm"
@@ -44,7 +44,7 @@ class BlockConfig:
 
     def __post_init__(self) -> None:
         check_heads(self.d_model, self.n_heads)
-        if self.d_ff is not None:
+        if self.d_ff is not None and self.d_ff != 0:
             check_positive_int("d_ff", self.d_ff)
         get_activation(self.activation)
         check_flag("gated", self.gated)
@@ -66,14 +66,16 @@ class TransformerBlock(nn.Module):
         self.ln_1 = NORMS[config.norm](config.d_model, eps=config.eps)
         self.attn = CausalSelfAttention(config.d_model, config.n_heads, config.bias,
                                         config.dropout)
-        self.ln_2 = NORMS[config.norm](config.d_model, eps=config.eps)
-        self.mlp = FeedForward(config.d_model, config.hidden, config.activation,
-                               bias=config.bias, gated=config.gated)
         self.drop = nn.Dropout(config.dropout)
+        self.ln_2 = self.mlp = None  # d_ff = 0: the block is attention only
+        if config.hidden:
+            self.ln_2 = NORMS[config.norm](config.d_model, eps=config.eps)
+            self.mlp = FeedForward(config.d_model, config.hidden, config.activation,
+                                   bias=config.bias, gated=config.gated)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.config.norm_position == "pre":
             x = x + self.drop(self.attn(self.ln_1(x)))
-            return x + self.drop(self.mlp(self.ln_2(x)))
+            return x + self.drop(self.mlp(self.ln_2(x))) if self.mlp else x
         x = self.ln_1(x + self.drop(self.attn(x)))
-        return self.ln_2(x + self.drop(self.mlp(x)))
+        return self.ln_2(x + self.drop(self.mlp(x))) if self.mlp else x

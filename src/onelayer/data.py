@@ -96,3 +96,73 @@ def two_spirals(
     x = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], dim=1)
     x = x + noise * torch.randn(x.shape, generator=generator)
     return x, y
+
+
+# 合成的“事实”语料（第 5、7 章）：主语 + 关系 + 宾语 + 句号，例如“猫吃桃。”。
+# 宾语是随机指定的，所以一条事实只能靠记住它来答对。
+SUBJECTS = "猫狗牛羊马猪鸡鸭兔鼠虎狼熊鹿龟蛇鹅鹰蛙鱼蜂蚁猴象"
+RELATIONS = "吃爱怕找"
+OBJECTS = "米草肉虫豆菜瓜桃梨花叶蛋奶糖面果茶饼枣栗葱姜蒜笋"
+END = "。"
+
+
+@dataclass(frozen=True)
+class FactsCorpus:
+    """A table of random facts {(subject, relation): object} and its character vocabulary."""
+
+    facts: dict[tuple[str, str], str]
+    vocab: str
+
+    def encode(self, text: str) -> list[int]:
+        unknown = sorted(set(text) - set(self.vocab))
+        if unknown:
+            raise ValueError(f"字符应在词表 {self.vocab!r} 里，实际有 {unknown}")
+        return [self.vocab.index(c) for c in text]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.vocab[i] for i in ids)
+
+    def sentences(self) -> list[str]:
+        return [s + r + o + END for (s, r), o in self.facts.items()]
+
+    def stream(self, n_sentences: int, generator: torch.Generator) -> torch.Tensor:
+        """Token ids of ``n_sentences`` facts drawn at random (with replacement), end to end."""
+        table = torch.tensor([self.encode(s) for s in self.sentences()])
+        pick = torch.randint(len(table), (n_sentences,), generator=generator)
+        return table[pick].flatten()
+
+    def batch(self, batch_size: int, seq_len: int, generator: torch.Generator
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs x and next-token targets y, each [batch_size, seq_len]."""
+        check_positive_int("batch_size", batch_size)
+        check_positive_int("seq_len", seq_len)
+        per_row = seq_len // len(self.sentences()[0]) + 1
+        rows = self.stream(batch_size * per_row, generator).view(batch_size, -1)
+        return rows[:, :seq_len], rows[:, 1:seq_len + 1]
+
+    def unigram_loss(self) -> float:
+        """Cross-entropy (nats per token) of predicting every token from its frequency alone."""
+        counts = torch.tensor([float("".join(self.sentences()).count(c)) for c in self.vocab])
+        p = counts / counts.sum()
+        return -(p * p.log()).sum().item()
+
+    def best_loss(self) -> float:
+        """The lowest reachable loss: subjects and relations are random, objects and 。 are not."""
+        n_subjects = len({s for s, _ in self.facts})
+        n_relations = len({r for _, r in self.facts})
+        return (math.log(n_subjects) + math.log(n_relations)) / 4
+
+
+def facts_corpus(n_subjects: int = 16, n_relations: int = 4, seed: int = 0) -> FactsCorpus:
+    """Every subject gets one random object per relation: n_subjects × n_relations facts."""
+    if not 1 <= n_subjects <= len(SUBJECTS) or not 1 <= n_relations <= len(RELATIONS):
+        raise ValueError(f"n_subjects 应在 1..{len(SUBJECTS)}、n_relations 应在 "
+                         f"1..{len(RELATIONS)} 之间，实际为 {n_subjects}、{n_relations}")
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(len(OBJECTS), (n_subjects, n_relations), generator=generator)
+    facts = {(s, r): OBJECTS[picks[i, j]]
+             for i, s in enumerate(SUBJECTS[:n_subjects])
+             for j, r in enumerate(RELATIONS[:n_relations])}
+    vocab = "".join(sorted(set("".join(facts.values())) | set(SUBJECTS[:n_subjects])
+                           | set(RELATIONS[:n_relations]) | {END}))
+    return FactsCorpus(facts, vocab)

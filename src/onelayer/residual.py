@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from onelayer.checks import check_choice, check_last_dim, check_positive_int
+from onelayer.experiments import Adam
 from onelayer.ffn import FeedForward
 
 INITS = ("default", "he")
@@ -179,27 +180,16 @@ def adam_fit(
     if not bool(torch.all(torch.as_tensor(lr) > 0)):
         raise ValueError(f"lr 应为正数，实际为 {lr!r}")
     params = [p for p in model.parameters() if p.requires_grad]
-    m = [torch.zeros_like(p) for p in params]  # 一阶矩：梯度的滑动平均
-    v = [torch.zeros_like(p) for p in params]  # 二阶矩：梯度平方的滑动平均
-    beta1, beta2 = betas
+    adam = Adam(params, betas, eps)
     history = []
-    for t in range(1, steps + 1):
+    for _ in range(steps):
         losses = bce_loss(model(x), y)
         grads = torch.autograd.grad(losses.sum(), params)
         history.append(losses.detach())
-        with torch.no_grad():
-            torch._foreach_lerp_(m, grads, 1 - beta1)  # m ← β1·m + (1−β1)·g
-            torch._foreach_mul_(v, beta2)
-            torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)  # v ← β2·v + (1−β2)·g²
-            denom = torch._foreach_sqrt(v)
-            torch._foreach_div_(denom, math.sqrt(1 - beta2**t))
-            torch._foreach_add_(denom, eps)  # √(v / (1−β2^t)) + ε
-            if lr_views is None:  # θ ← θ − lr·(m / (1−β1^t)) / denom
-                torch._foreach_addcdiv_(params, m, denom, value=-lr / (1 - beta1**t))
-            else:  # the same, with each member's own lr
-                step = torch._foreach_div(m, denom)
-                torch._foreach_mul_(step, lr_views)
-                torch._foreach_add_(params, step, alpha=-1 / (1 - beta1**t))
+        if lr_views is None:
+            adam.step(grads, lr)
+        else:
+            adam.step_per_parameter(grads, lr_views)
     return torch.stack(history)
 
 

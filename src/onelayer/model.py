@@ -1,0 +1,132 @@
+"""TinyGPT: token and position embeddings, N blocks from ``onelayer.block``, a final norm
+and a language-model head that shares the token embedding's weights (GPT-2's layout)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from onelayer.block import NORMS, BlockConfig, TransformerBlock
+from onelayer.checks import check_choice, check_positive_int
+
+INITS = ("gpt2", "xavier")
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    vocab_size: int
+    block_size: int  # the longest context the position embedding covers
+    n_layers: int = 2
+    block: BlockConfig = field(default_factory=BlockConfig)
+    init: str = "gpt2"  # or "xavier", the setting of Xiong et al. 2020's analysis
+
+    def __post_init__(self) -> None:
+        check_positive_int("vocab_size", self.vocab_size)
+        check_positive_int("block_size", self.block_size)
+        check_positive_int("n_layers", self.n_layers)
+        if not isinstance(self.block, BlockConfig):
+            raise ValueError(f"block 应为 BlockConfig，实际为 {type(self.block).__name__}")
+        check_choice("init", self.init, INITS)
+
+
+class TinyGPT(nn.Module):
+    """A Pre-Norm stack ends with a final norm (its residual stream is never normalised
+    otherwise); a Post-Norm stack already ends with one, so it gets none (Xiong et al. 2020)."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.block.d_model
+        self.tok = nn.Embedding(config.vocab_size, d)
+        self.pos = nn.Embedding(config.block_size, d)
+        self.drop = nn.Dropout(config.block.dropout)
+        self.blocks = nn.ModuleList(TransformerBlock(config.block) for _ in range(config.n_layers))
+        pre = config.block.norm_position == "pre"
+        self.ln_f = NORMS[config.block.norm](d, eps=config.block.eps) if pre else nn.Identity()
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """gpt2: N(0, 0.02), a residual branch's last projection 0.02/√(2·n_layers).
+        xavier: Xavier-uniform linear layers (Xiong et al. 2020's setting), embeddings as gpt2."""
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if self.config.init == "xavier" and isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+        elif isinstance(module, (nn.Linear, nn.Embedding)):
+            std = 0.02
+            if any(module is b.attn.proj or module is getattr(b.mlp, "w2", None)
+                   for b in self.blocks):
+                std /= math.sqrt(2 * self.config.n_layers)
+            nn.init.normal_(module.weight, std=std)
+
+    def check_tokens(self, idx: torch.Tensor) -> torch.Tensor:
+        """``idx`` must be integer token ids [T] or [B, T] with 1 ≤ T ≤ block_size."""
+        cfg = self.config
+        if idx.dtype != torch.long or idx.dim() not in (1, 2):
+            raise ValueError(
+                f"词元编号应为 int64 张量 [T] 或 [B, T]，实际为 {idx.dtype}，形状 {list(idx.shape)}"
+            )
+        if not 1 <= idx.shape[-1] <= cfg.block_size:
+            raise ValueError(
+                f"序列长度应在 1 到 block_size={cfg.block_size} 之间，实际为 {idx.shape[-1]}"
+            )
+        if idx.min() < 0 or idx.max() >= cfg.vocab_size:
+            raise ValueError(f"词元编号应在 [0, {cfg.vocab_size}) 内，实际范围 "
+                             f"[{idx.min().item()}, {idx.max().item()}]")
+        return idx
+
+    def hidden_states(self, idx: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream: the embeddings, then the output of each block."""
+        self.check_tokens(idx)
+        positions = torch.arange(idx.shape[-1], device=idx.device)
+        states = [self.drop(self.tok(idx) + self.pos(positions))]
+        for block in self.blocks:
+            states.append(block(states[-1]))
+        return states
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits [..., T, vocab_size] for the next token at every position."""
+        return self.ln_f(self.hidden_states(idx)[-1]) @ self.tok.weight.T  # 输出层与词嵌入共享
+
+    @torch.no_grad()
+    def generate(
+        self,
+        prompt: list[int],
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> list[int]:
+        """Continue ``prompt`` (token ids) by sampling; temperature → 0 approaches greedy."""
+        cfg = self.config
+        if not prompt:
+            raise ValueError("提示不能为空：至少要有 1 个词元")
+        if len(prompt) > cfg.block_size:
+            raise ValueError(f"提示长度应 ≤ block_size={cfg.block_size}，实际为 {len(prompt)}")
+        check_positive_int("max_new_tokens", max_new_tokens)
+        if not temperature > 0:
+            raise ValueError(f"temperature 应为正数，实际为 {temperature!r}")
+        if top_k is not None and not (isinstance(top_k, int) and 1 <= top_k <= cfg.vocab_size):
+            raise ValueError(
+                f"top_k 应为 1 到 vocab_size={cfg.vocab_size} 的整数，实际为 {top_k!r}")
+        was_training = self.training
+        self.eval()
+        tokens = list(prompt)
+        for _ in range(max_new_tokens):
+            context = torch.tensor(tokens[-cfg.block_size:])
+            logits = self(context)[-1] / temperature
+            if top_k is not None:
+                kth = logits.topk(top_k).values[-1]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            tokens.append(torch.multinomial(logits.softmax(-1), 1, generator=generator).item())
+        self.train(was_training)
+        return tokens
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of the next-token predictions (nats per token)."""
+    return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
