@@ -28,6 +28,7 @@ notebooks: $(INSTALLED)
 		--ExecutePreprocessor.timeout=120 $(NOTEBOOKS)
 
 bench: $(INSTALLED) $(ASSETS)
+	$(BIN)/python tools/bench_model.py
 	$(BIN)/python tools/bench.py --full
 
 lint: $(INSTALLED)

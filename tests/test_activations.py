@@ -8,6 +8,7 @@ from onelayer import gelu, get_activation, relu
 from onelayer.activations import (
     ACTIVATIONS,
     GLU_VARIANTS,
+    TORCH_ACTIVATIONS,
     gated_unit,
     geglu,
     gelu_tanh,
@@ -153,3 +154,12 @@ def test_glu_rejects_odd_or_missing_last_dimension(shape):
 def test_unknown_glu_variant_raises():
     with pytest.raises(ValueError, match="variant 应为 .* 之一，实际为 'swishglu'"):
         gated_unit(torch.randn(2, 4), "swishglu")
+
+
+def test_fused_activations_are_the_written_out_ones():
+    assert TORCH_ACTIVATIONS.keys() == ACTIVATIONS.keys()
+    x = torch.linspace(-6, 6, 1001, dtype=torch.float64)
+    for name in ACTIVATIONS:
+        fused, written = get_activation(name, fused=True), get_activation(name)
+        assert fused is not written or name == "identity"
+        assert torch.allclose(fused(x), written(x), atol=1e-12), name

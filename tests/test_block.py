@@ -118,3 +118,22 @@ def test_swiglu_rmsnorm_block_runs_and_keeps_shape():
 def test_bad_configs_raise_value_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         BlockConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"norm_position": "post", "activation": "gelu_tanh"},
+    {"norm": "rmsnorm", "gated": True, "activation": "silu", "bias": False},
+])
+def test_fused_block_computes_the_same_as_the_written_out_one(kwargs):
+    written = TransformerBlock(BlockConfig(d_model=16, n_heads=4, **kwargs)).eval()
+    randomize(written, seed=6)
+    fused = TransformerBlock(BlockConfig(d_model=16, n_heads=4, fused=True, **kwargs)).eval()
+    fused.load_state_dict(written.state_dict())
+    assert type(fused.ln_1) is not type(written.ln_1)
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(7), requires_grad=True)
+    out_w, out_f = written(x), fused(x)
+    assert (out_w - out_f).abs().max().item() < 1e-5
+    (grad_w,) = torch.autograd.grad(out_w.square().sum(), x)
+    (grad_f,) = torch.autograd.grad(out_f.square().sum(), x)
+    assert (grad_w - grad_f).abs().max().item() < 1e-4

@@ -132,3 +132,46 @@ def test_ffn_grad_norms_one_per_block():
     model = tiny(n_layers=3, init="xavier")
     norms = ffn_grad_norms(model, torch.randint(0, 11, (2, 8)), torch.randint(0, 11, (2, 8)))
     assert norms.shape == (3,) and torch.all(norms > 0)
+
+
+def test_chapter_model_is_gpt2_with_tanh_gelu():
+    pytest.importorskip("transformers")
+    from onelayer.experiments import facts_gpt_config
+
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    torch.manual_seed(0)
+    model = TinyGPT(facts_gpt_config(corpus)).eval()
+    peer = reference.gpt2_lm_head_model(model)
+    assert peer.config.activation_function == "gelu_new"
+    idx = torch.randint(0, len(corpus.vocab), (2, 16))
+    with torch.no_grad():
+        assert (model(idx) - peer(idx).logits).abs().max().item() < 1e-5
+
+
+def test_ffn_activations_and_key_value_probe():
+    from onelayer.experiments import ffn_activations, key_value_probe
+
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    model = tiny(d_ff=24)
+    model = TinyGPT(GPTConfig(len(corpus.vocab), 8, n_layers=1, block=model.config.block))
+    idx = torch.randint(0, len(corpus.vocab), (3, 5))
+    acts = ffn_activations(model, idx)
+    block = model.blocks[0]
+    with torch.no_grad():
+        x = model.hidden_states(idx)[0]
+        h = x + block.attn(block.ln_1(x))
+        assert torch.allclose(acts, block.mlp.hidden(block.ln_2(h)))
+    memories = key_value_probe(model, corpus, top=3)
+    assert len(memories) == 24
+    m = memories[0]
+    assert len(m.keys) == len(m.key_answers) == len(m.values) == 3
+    assert all(corpus.facts[k[0], k[1]] == a for k, a in zip(m.keys, m.key_answers))
+    with pytest.raises(ValueError, match="layer"):
+        ffn_activations(model, idx, layer=1)
+
+
+def test_facts_corpus_rejects_sizes_it_cannot_build():
+    with pytest.raises(ValueError, match="n_subjects 应在 1..32"):
+        facts_corpus(n_subjects=33)
+    with pytest.raises(ValueError, match="实际为 4、0"):
+        facts_corpus(n_subjects=4, n_relations=0)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import torch
+import torch.nn.functional as F
 
 from onelayer.checks import check_choice
 
@@ -80,9 +82,22 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def get_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Look an activation up by name; unknown names raise ValueError."""
-    return ACTIVATIONS[check_choice("activation", name, ACTIVATIONS)]
+# The same functions as PyTorch's fused kernels: one op forward and backward instead of a chain
+# of element-wise ops (a test checks they agree). Used when a block is built with fused=True.
+TORCH_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": partial(F.gelu, approximate="tanh"),
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "identity": identity,
+}
+
+
+def get_activation(name: str, fused: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Look an activation up by name (written out, or PyTorch's kernel if ``fused``)."""
+    table = TORCH_ACTIVATIONS if fused else ACTIVATIONS
+    return table[check_choice("activation", name, ACTIVATIONS)]
 
 
 def value_and_grad(name: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

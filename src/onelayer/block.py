@@ -24,6 +24,7 @@ from onelayer.ffn import FeedForward
 from onelayer.norms import LayerNorm, RMSNorm
 
 NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+TORCH_NORMS = {"layernorm": nn.LayerNorm, "rmsnorm": nn.RMSNorm}  # same state_dict keys
 NORM_POSITIONS = ("pre", "post")
 
 
@@ -41,6 +42,7 @@ class BlockConfig:
     bias: bool = True
     dropout: float = 0.0
     eps: float = 1e-5
+    fused: bool = False  # True: PyTorch's norm and activation kernels, same maths, faster
 
     def __post_init__(self) -> None:
         check_heads(self.d_model, self.n_heads)
@@ -53,25 +55,30 @@ class BlockConfig:
         check_choice("norm_position", self.norm_position, NORM_POSITIONS)
         check_probability("dropout", self.dropout)
         check_eps(self.eps)
+        check_flag("fused", self.fused)
 
     @property
     def hidden(self) -> int:
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
+
+    def make_norm(self) -> nn.Module:
+        norms = TORCH_NORMS if self.fused else NORMS
+        return norms[self.norm](self.d_model, eps=self.eps)
 
 
 class TransformerBlock(nn.Module):
     def __init__(self, config: BlockConfig) -> None:
         super().__init__()
         self.config = config
-        self.ln_1 = NORMS[config.norm](config.d_model, eps=config.eps)
+        self.ln_1 = config.make_norm()
         self.attn = CausalSelfAttention(config.d_model, config.n_heads, config.bias,
                                         config.dropout)
         self.drop = nn.Dropout(config.dropout)
         self.ln_2 = self.mlp = None  # d_ff = 0: the block is attention only
         if config.hidden:
-            self.ln_2 = NORMS[config.norm](config.d_model, eps=config.eps)
+            self.ln_2 = config.make_norm()
             self.mlp = FeedForward(config.d_model, config.hidden, config.activation,
-                                   bias=config.bias, gated=config.gated)
+                                   bias=config.bias, gated=config.gated, fused=config.fused)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.config.norm_position == "pre":

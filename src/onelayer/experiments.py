@@ -5,16 +5,18 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from onelayer.block import BlockConfig
 from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus
 from onelayer.ffn import FeedForward
-from onelayer.model import TinyGPT, lm_loss
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
 
 
 def sgd_step(model: nn.Module, x: torch.Tensor, target: torch.Tensor, lr: float) -> float:
@@ -160,3 +162,64 @@ def ffn_grad_norms(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     weights = [block.mlp.w2.weight for block in model.blocks]
     grads = torch.autograd.grad(lm_loss(model(x), y), weights)
     return torch.stack([g.norm() for g in grads])
+
+
+FACTS_BATCH = 32  # 第 7 章每步的批大小
+
+
+def facts_gpt_config(corpus: FactsCorpus, d_ff: int | None = None, n_layers: int = 1,
+                     norm_position: str = "pre", init: str = "gpt2",
+                     d_model: int = 32) -> GPTConfig:
+    """Chapter 7's model for ``corpus``: GPT-2's block (tanh GELU) with 4 heads, a context of
+    4 sentences, fused kernels."""
+    block = BlockConfig(d_model=d_model, n_heads=4, d_ff=d_ff, activation="gelu_tanh",
+                        norm_position=norm_position, fused=True)
+    return GPTConfig(vocab_size=len(corpus.vocab), block_size=16, n_layers=n_layers,
+                     block=block, init=init)
+
+
+@torch.no_grad()
+def ffn_activations(model: TinyGPT, idx: torch.Tensor, layer: int = 0) -> torch.Tensor:
+    """act(x·W1 + b1) of block ``layer``'s FFN for every position: [..., T, d_ff]."""
+    if not 0 <= layer < len(model.blocks) or model.blocks[layer].mlp is None:
+        raise ValueError(
+            f"layer 应指向一个带 FFN 的块（0..{len(model.blocks) - 1}），实际为 {layer}")
+    mlp = model.blocks[layer].mlp
+    seen = []
+    handle = mlp.register_forward_hook(lambda module, args, out: seen.append(args[0]))
+    try:
+        model.eval()
+        model(idx)
+    finally:
+        handle.remove()
+    return mlp.hidden(seen[0])
+
+
+@dataclass(frozen=True)
+class NeuronMemory:
+    """One FFN neuron read as a key-value memory (Geva et al. 2021)."""
+
+    neuron: int
+    keys: list[str]  # the prompts that activate it most
+    key_answers: str  # the objects those prompts ask for
+    values: str  # the tokens its output vector promotes most, through the unembedding
+
+
+@torch.no_grad()
+def key_value_probe(model: TinyGPT, corpus: FactsCorpus, layer: int = 0, top: int = 5
+                    ) -> list[NeuronMemory]:
+    """For every neuron of one FFN: its top fact prompts ("猫吃") and its top value tokens."""
+    prompts, answers = fact_queries(corpus, context=0)
+    acts = ffn_activations(model, prompts, layer)[:, -1]  # [n_facts, d_ff] at the relation
+    mlp = model.blocks[layer].mlp
+    value_logits = mlp.w2.weight.T @ model.tok.weight.T  # [d_ff, vocab]：每个值向量读出的词元分数
+    memories = []
+    for i in range(acts.shape[1]):
+        best = acts[:, i].topk(top).indices
+        memories.append(NeuronMemory(
+            neuron=i,
+            keys=[corpus.decode(prompts[j].tolist()) for j in best],
+            key_answers=corpus.decode(answers[best].tolist()),
+            values=corpus.decode(value_logits[i].topk(top).indices.tolist()),
+        ))
+    return memories

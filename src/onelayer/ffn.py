@@ -52,12 +52,13 @@ class FeedForward(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         gated: bool = False,
+        fused: bool = False,
     ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.d_ff = check_positive_int("d_ff", d_ff)
         self.activation = activation
-        self.act = get_activation(activation)
+        self.act = get_activation(activation, fused=check_flag("fused", fused))
         self.gated = check_flag("gated", gated)
         check_flag("bias", bias)
         self.w1 = nn.Linear(d_model, d_ff, bias=bias)  # 升维 W1: d_model → d_ff（门控时是门）

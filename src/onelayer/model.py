@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from onelayer.block import NORMS, BlockConfig, TransformerBlock
+from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.checks import check_choice, check_positive_int
 
 INITS = ("gpt2", "xavier")
@@ -46,7 +46,7 @@ class TinyGPT(nn.Module):
         self.drop = nn.Dropout(config.block.dropout)
         self.blocks = nn.ModuleList(TransformerBlock(config.block) for _ in range(config.n_layers))
         pre = config.block.norm_position == "pre"
-        self.ln_f = NORMS[config.block.norm](d, eps=config.block.eps) if pre else nn.Identity()
+        self.ln_f = config.block.make_norm() if pre else nn.Identity()
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:

@@ -1,0 +1,90 @@
+"""TinyGPT against transformers' GPT2LMHeadModel with the same weights (make bench).
+
+For each config: the median over several runs of one training step's forward + backward
+(each run averages a few steps after a warm-up), the ratio ours/theirs (target ≤ 1.0), and
+TinyGPT's training throughput in tokens/s at chapter 7's config. One thread, as in the
+notebooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+
+import torch
+
+from onelayer.block import BlockConfig
+from onelayer.data import FactsCorpus, facts_corpus
+from onelayer.experiments import FACTS_BATCH, facts_gpt_config, train_lm
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
+from onelayer.reference import gpt2_lm_head_model
+
+
+def step_timer(forward, params, x, y, steps: int = 10):
+    """A function returning the mean seconds of one forward+backward over ``steps`` steps."""
+    def step():
+        torch.autograd.grad(lm_loss(forward(x), y), params)
+
+    def timed() -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return (time.perf_counter() - start) / steps
+
+    for _ in range(3):
+        step()  # warm-up
+    return timed
+
+
+def compare(name: str, config: GPTConfig, batch: int, runs: int) -> None:
+    """Time ours and theirs alternately, so a busy machine slows both alike."""
+    torch.manual_seed(0)
+    ours = TinyGPT(config).train()
+    theirs = gpt2_lm_head_model(ours).train()
+    x, y = torch.randint(0, config.vocab_size, (2, batch, config.block_size))
+    time_ours = step_timer(ours, list(ours.parameters()), x, y)
+    time_theirs = step_timer(lambda i: theirs(i).logits, list(theirs.parameters()), x, y)
+    pairs = [(time_ours(), time_theirs()) for _ in range(runs)]
+    t_ours = statistics.median(a for a, _ in pairs)
+    t_theirs = statistics.median(b for _, b in pairs)
+    ratio = statistics.median(a / b for a, b in pairs)
+    block = config.block
+    print(f"{name}: batch {batch} × {config.block_size} 词元，{config.n_layers} 层，"
+          f"d_model={block.d_model}，d_ff={block.hidden}，fused={block.fused}")
+    print(f"  一步前向+反向（{runs} 次的中位数）：TinyGPT {t_ours * 1e3:.2f} ms，"
+          f"GPT2LMHeadModel {t_theirs * 1e3:.2f} ms，比值（逐次比值的中位数）{ratio:.2f}×")
+
+
+def training_throughput(config: GPTConfig, corpus: FactsCorpus, runs: int,
+                        steps: int = 50) -> None:
+    """Tokens per second of ``train_lm`` (batches, forward, backward and Adam), median."""
+    rates = []
+    for _ in range(runs):
+        model = TinyGPT(config)
+        start = time.perf_counter()
+        train_lm(model, corpus, steps, batch_size=FACTS_BATCH)
+        rates.append(steps * FACTS_BATCH * config.block_size / (time.perf_counter() - start))
+    print(f"第 7 章的训练（train_lm，含取批与 Adam，{runs} 次的中位数）："
+          f"{statistics.median(rates):,.0f} 词元/秒")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    corpus = facts_corpus(32, 8)
+    chapter = facts_gpt_config(corpus)
+    compare("第 7 章的配置", chapter, FACTS_BATCH, args.runs)
+    written_out = replace(chapter, block=replace(chapter.block, fused=False))
+    compare("同上，但用手写的 LayerNorm 与 GELU", written_out, FACTS_BATCH, args.runs)
+    larger = GPTConfig(vocab_size=512, block_size=128, n_layers=4,
+                       block=BlockConfig(d_model=128, n_heads=4, fused=True))
+    compare("更大一些的配置", larger, 8, args.runs)
+    training_throughput(chapter, corpus, args.runs)
+
+
+if __name__ == "__main__":
+    main()
