@@ -63,3 +63,21 @@ def test_layer_norm_checker(capsys):
     assert check_layer_norm(lambda x, g, b, eps: torch.nn.functional.layer_norm(x, (5,), g, b, eps))
     assert not check_layer_norm(unbiased)
     assert "无偏方差" in capsys.readouterr().out
+
+
+def keep_top_k(z, k, dim=-1, fill=float("-inf")):
+    kth = z.topk(k, dim=dim).values.narrow(dim, k - 1, 1)
+    return z.masked_fill(z < kth, fill)
+
+
+def test_top_k_checker_passes_the_right_filter_and_names_mistakes(capsys):
+    from onelayer.exercises import check_top_k
+
+    assert check_top_k(keep_top_k)
+    assert capsys.readouterr().out.startswith("✓ 通过")
+    assert not check_top_k(lambda z, k: keep_top_k(z, k, fill=0.0))
+    assert "-inf 而不是 0" in capsys.readouterr().out
+    assert not check_top_k(lambda z, k: -keep_top_k(-z, k, fill=float("inf")))
+    assert "最低的 k 个" in capsys.readouterr().out
+    assert not check_top_k(lambda z, k: keep_top_k(z, k, dim=0 if z.dim() > 1 else -1))
+    assert "最后一维" in capsys.readouterr().out

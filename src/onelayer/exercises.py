@@ -13,7 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from onelayer.activations import gelu, gelu_tanh, relu
+from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.ffn import FeedForward
+from onelayer.norms import LayerNorm
 
 TOLERANCE = 1e-5
 Mistakes = list[tuple[torch.Tensor, str]]  # (what a common mistake would return, its hint)
@@ -120,3 +122,111 @@ def check_layer_norm(fn: Callable[..., torch.Tensor]) -> bool:
     problem = _judge(fn, (x, gamma, beta, eps), expected, "输入形状 [2, 3, 5] ", mistakes,
                      "按 均值 → 有偏方差 → 归一化 → γ、β 逐步核对。")
     return _report(problem is None, problem or "与 torch.nn.functional.layer_norm 一致。")
+
+
+# 第 6 章：Pre-Norm 块的前向
+def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 6: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
+    h = x + attn(ln_1(x)), out = h + mlp(ln_2(h)) with the given submodules (dropout off).
+
+    Checked against ``TransformerBlock`` with random weights (γ, β included, so swapped norms
+    show), on a batched [2, 5, 8] and an unbatched [3, 8] input.
+    """
+    generator = torch.Generator().manual_seed(6)
+    block = TransformerBlock(BlockConfig(d_model=8, n_heads=2, norm_position="pre")).eval()
+    with torch.no_grad():
+        for p in block.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator) * 0.5 + (p.dim() == 1) * 0.2)
+    ln_1, attn, ln_2, mlp = block.ln_1, block.attn, block.ln_2, block.mlp
+    for shape in [(2, 5, 8), (3, 8)]:
+        with torch.no_grad():
+            x = torch.randn(shape, generator=generator)
+            h = x + attn(ln_1(x))
+            post = ln_1(x + attn(x))
+            n1 = ln_1(x)
+            normed = n1 + attn(n1)
+            swapped = x + attn(ln_2(x))
+            mistakes = [
+                (ln_2(post + mlp(post)),
+                 "这是后置归一化（Post-Norm）：Pre-Norm 的 LayerNorm 在子层入口，"
+                 "不在残差相加之后。"),
+                (normed + mlp(ln_2(normed)),
+                 "残差加回的是 ln_1(x)：捷径应绕过 LayerNorm，加回原来的 x。"),
+                (x + attn(ln_1(x)) + mlp(ln_2(x)),
+                 "FFN 读的应是加上注意力输出之后的 h，而不是原来的 x（那是“并行块”的写法）。"),
+                (mlp(ln_2(attn(ln_1(x)))), "两个子层的输出都要加回输入：别忘了残差。"),
+                (mlp(ln_2(h)), "FFN 这一半也要加回 h：输出应为 h + mlp(ln_2(h))。"),
+                (swapped + mlp(ln_1(swapped)), "ln_1 在注意力之前，ln_2 在 FFN 之前，两者用反了。"),
+            ]
+            problem = _judge(fn, (x, ln_1, attn, ln_2, mlp), block(x), f"输入形状 {list(shape)} ",
+                             mistakes, "按 h = x + attn(ln_1(x))、h + mlp(ln_2(h)) 两行逐行核对。")
+        if problem:
+            return _report(False, problem)
+    return _report(True, "两种输入形状下都与 TransformerBlock（Pre-Norm）一致。")
+
+
+# 第 7 章：top-k 采样前的过滤
+def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
+    """Chapter 7: ``fn(logits, k)`` should keep the k largest scores of the last dimension
+    and set every other score to -inf (what ``TinyGPT.generate`` does before softmax)."""
+    def finite(t: torch.Tensor) -> torch.Tensor:  # −inf → −1e9, so that differences are numbers
+        return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
+
+    generator = torch.Generator().manual_seed(7)
+    for shape, k in [((10,), 3), ((6, 12), 5), ((2, 3, 6), 1)]:
+        z = torch.randn(shape, generator=generator)
+        kth = z.topk(k, dim=-1).values[..., -1:]
+        kth_lowest = z.topk(k, dim=-1, largest=False).values[..., -1:]
+        mistakes = [
+            (z.masked_fill(z < kth, 0.0),
+             "其余的分数要设成 -inf 而不是 0：logit 为 0 的字经过 softmax 仍有不小的概率。"),
+            (z.masked_fill(z > kth_lowest, float("-inf")), "保留了分数最低的 k 个；要的是最大的。"),
+        ]
+        if z.dim() > 1 and k <= z.shape[0]:
+            kth_first = z.topk(k, dim=0).values[-1:]
+            mistakes.append((z.masked_fill(z < kth_first, float("-inf")),
+                             "top-k 要在最后一维（词表那一维）上取，不是第 0 维。"))
+        problem = _judge(lambda z, k: finite(fn(z.clone(), k)), (z, k),
+                         finite(z.masked_fill(z < kth, float("-inf"))),
+                         f"输入形状 {list(z.shape)}、k = {k} ",
+                         [(finite(wrong), hint) for wrong, hint in mistakes],
+                         "逐行核对：每行恰好保留 k 个原分数，其余为 -inf。")
+        if problem:
+            return _report(False, problem)
+    return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
+
+
+# 第 5 章：前置归一化与后置归一化
+def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 5: ``fn(x, f, ln, position)`` should return LN(x + F(x)) for position 'post'
+    and x + F(LN(x)) for position 'pre' (f: a sublayer, ln: a LayerNorm with random γ, β)."""
+    generator = torch.Generator().manual_seed(5)
+    f, ln = FeedForward(6, 12, activation="gelu"), LayerNorm(6)
+    with torch.no_grad():
+        for p in [*f.parameters(), *ln.parameters()]:
+            p.copy_(torch.randn(p.shape, generator=generator) * 0.5 + (p.dim() == 1) * 0.5)
+    x = torch.randn(2, 3, 6, generator=generator) * 2 + 0.5
+    with torch.no_grad():
+        post, pre = ln(x + f(x)), x + f(ln(x))
+        cases = {
+            "post": (post, [
+                (pre, "两种摆法写反了：post 要求 LN(x + F(x))，归一化在残差相加之后。"),
+                (ln(f(x)), "漏了残差：要先把 x 加回去，再做 LN。"),
+                (x + ln(f(x)),
+                 "LN 放在了子层输出上（x + LN(F(x))）；Post-Norm 对相加之后的和做 LN。"),
+            ]),
+            "pre": (pre, [
+                (post, "两种摆法写反了：pre 要求 x + F(LN(x))，归一化在子层入口。"),
+                (f(ln(x)), "漏了残差：子层的输出要加回原来的 x。"),
+                (ln(x + f(ln(x))),
+                 "Pre-Norm 的残差流不做归一化：输出是 x + F(LN(x))，外面不再套 LN。"),
+                (ln(x) + f(ln(x)),
+                 "捷径上的 x 要原样相加，不是 LN(x)：Pre-Norm 只归一化子层的输入。"),
+            ]),
+        }
+        for position, (expected, mistakes) in cases.items():
+            problem = _judge(fn, (x, f, ln, position), expected, f"position={position!r} ",
+                             mistakes, "逐项核对：LN 在哪里、x 在哪里加回去。")
+            if problem:
+                return _report(False, problem)
+    return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")

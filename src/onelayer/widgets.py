@@ -7,7 +7,7 @@ in advance and are linked in the browser, so they also work in the static HTML b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -16,9 +16,13 @@ import torch
 from matplotlib.figure import Figure
 
 from onelayer.activations import ACTIVATIONS, value_and_grad
-from onelayer.data import TOKENS, sentence_ffn, sentence_x, two_spirals
+from onelayer.block import BlockConfig, TransformerBlock
+from onelayer.data import TOKENS, FactsCorpus, sentence_ffn, sentence_x, two_spirals
 from onelayer.ffn import trace_ffn
+from onelayer.model import TinyGPT
+from onelayer.norm_position import init_grad_norms
 from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
+from onelayer.params import block_flops, block_parameter_breakdown
 from onelayer.plotting import figure_html, show_with_alt
 from onelayer.residual import DeepMLP, block_grad_norms
 
@@ -364,3 +368,271 @@ def layernorm_frames() -> widgets.VBox:
                 f"与 RMSNorm 输出（右）；LayerNorm 的柱子与 c 无关。")
 
     return frame_player(draw, shifts, "平移 c", alt, start=shifts.index(0.0))
+
+
+# 第 6 章：组装一个 Transformer Block
+BLOCK_PART_NAMES = {"attention": "注意力", "ffn": "FFN", "norms": "归一化"}
+BLOCK_FLOP_NAMES = {"attention_proj": "注意力的投影", "attention_scores": "注意力打分与加权",
+                    "ffn": "FFN"}
+BLOCK_COLORS = {"attention": "tab:blue", "attention_proj": "tab:blue",
+                "attention_scores": "lightsteelblue", "ffn": "tab:orange", "norms": "tab:green"}
+
+
+def meta_block(d_model: int, ratio: float, gated: bool, norm: str = "layernorm",
+               bias: bool = True, d_head: int = 64) -> TransformerBlock:
+    """A block on the meta device (shapes only, no memory): d_ff = round(ratio·d_model),
+    n_heads = d_model / d_head (at least 1); GELU when plain, SwiGLU when gated."""
+    n_heads = max(1, d_model // d_head)
+    d_ff = max(1, round(ratio * d_model))
+    cfg = BlockConfig(d_model, n_heads, d_ff, "silu" if gated else "gelu", gated, norm,
+                      bias=bias)
+    with torch.device("meta"):
+        return TransformerBlock(cfg)
+
+
+def _shares(parts: dict[str, int]) -> dict[str, float]:
+    total = sum(parts.values())
+    return {k: v / total for k, v in parts.items()}
+
+
+def _stacked_bars(ax, rows: dict[str, dict[str, float]], names: dict[str, str]) -> None:
+    """One horizontal bar per row, its parts stacked to 100 %, labelled when wide enough."""
+    for i, shares in enumerate(rows.values()):
+        left = 0.0
+        for key, share in shares.items():
+            ax.barh(i, share * 100, left=left, height=0.6, color=BLOCK_COLORS[key],
+                    label=names[key] if i == 0 else None)
+            if share >= 0.08:
+                ax.text(left + share * 50, i, f"{share:.0%}", ha="center", va="center",
+                        fontsize=9, color="black" if key == "attention_scores" else "white")
+            left += share * 100
+    ax.set_xlim(0, 100)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # 第一行在上
+    ax.grid(False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=3, fontsize=8,
+              frameon=False, handlelength=1.2, columnspacing=1.0)
+
+
+def block_breakdown_figure(blocks: dict[str, TransformerBlock], seq_len: int,
+                           title: str) -> Figure:
+    """Left: each block's parameters by part; right: its forward FLOPs by part at seq_len."""
+    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(9.6, 1.7 + 0.45 * len(blocks)),
+                                     layout="constrained")
+    _stacked_bars(ax_p, {k: _shares(block_parameter_breakdown(b)) for k, b in blocks.items()},
+                  BLOCK_PART_NAMES)
+    _stacked_bars(ax_f, {k: _shares(block_flops(b, seq_len)) for k, b in blocks.items()},
+                  BLOCK_FLOP_NAMES)
+    ax_p.set_yticks(range(len(blocks)), list(blocks))
+    ax_f.set_yticks(range(len(blocks)), [])
+    ax_p.set_xlabel("参数占比（%）")
+    ax_f.set_xlabel(f"前向 FLOPs 占比（%），T = {seq_len}")
+    fig.suptitle(title)
+    return fig
+
+
+def block_ratio_frames(d_model: int = 768, seq_len: int = 1024) -> widgets.VBox:
+    """Chapter 6, without a kernel: slide d_ff/d_model; parameter and FLOP shares of a plain
+    GELU block and a SwiGLU block of the same d_ff."""
+    ratios = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]
+    kinds = {"GELU + LayerNorm": (False, "layernorm", True),
+             "SwiGLU + RMSNorm": (True, "rmsnorm", False)}
+
+    def blocks(ratio: float) -> dict[str, TransformerBlock]:
+        return {name: meta_block(d_model, ratio, *flags) for name, flags in kinds.items()}
+
+    def draw(ratio: float) -> Figure:
+        return block_breakdown_figure(
+            blocks(ratio), seq_len, f"d_ff = {ratio:g}·d_model（d_model = {d_model}）")
+
+    def alt(ratio: float) -> str:
+        shares = [_shares(block_parameter_breakdown(b))["ffn"] for b in blocks(ratio).values()]
+        return (f"两组堆叠横条：d_ff = {ratio:g}·d_model 时，GELU 块与 SwiGLU 块的参数"
+                f"（左）和 T = {seq_len} 时前向 FLOPs（右）在注意力、FFN、归一化之间的占比；"
+                f"FFN 的参数占比分别为 {shares[0]:.0%} 和 {shares[1]:.0%}。")
+
+    return frame_player(draw, ratios, "d_ff 倍数", alt, start=ratios.index(4.0))
+
+
+def _show_block_breakdown(d_model: int, ratio: float, gated: bool, norm: str, bias: bool,
+                          seq_len: int) -> None:
+    block = meta_block(d_model, ratio, gated, norm, bias)
+    cfg = block.config
+    params, flops = block_parameter_breakdown(block), block_flops(block, seq_len)
+    print(f"d_model = {cfg.d_model}，n_heads = {cfg.n_heads}，d_ff = {cfg.hidden}，"
+          f"{'SwiGLU' if gated else 'GELU'}，{norm}，偏置 {'有' if bias else '无'}")
+    total_p, total_f = sum(params.values()), sum(flops.values())
+    for key, n in params.items():
+        print(f"  参数 {BLOCK_PART_NAMES[key]:<6} {n:>14,}  {n / total_p:6.1%}")
+    print(f"  参数 合计   {total_p:>14,}")
+    for key, n in flops.items():
+        print(f"  FLOPs {BLOCK_FLOP_NAMES[key]:<9} {n:>16,}  {n / total_f:6.1%}")
+    fig = block_breakdown_figure({"这个块": block}, seq_len, "一个块的参数与计算量")
+    ffn_share = params["ffn"] / total_p
+    show_with_alt(fig, f"两条堆叠横条：这个块的参数（左，FFN 占 {ffn_share:.0%}）和 "
+                       f"T = {seq_len} 时的前向 FLOPs（右）按部件的占比。")
+
+
+def block_explorer() -> widgets.VBox:
+    """Pick d_model, d_ff/d_model, plain or gated, the norm, biases and T; see where one
+    block's parameters and FLOPs go (blocks built on the meta device: instant at any size)."""
+    d_model = widgets.Dropdown(options=[64, 256, 768, 1024, 2048, 4096], value=768,
+                               description="d_model")
+    ratio = widgets.FloatSlider(value=4.0, min=0.5, max=8.0, step=0.5,
+                                description="d_ff/d_model", style={"description_width": "initial"})
+    gated = widgets.ToggleButtons(options=[("普通 GELU", False), ("SwiGLU", True)],
+                                  value=False, description="FFN")
+    norm = widgets.ToggleButtons(options=["layernorm", "rmsnorm"], description="归一化")
+    bias = widgets.Checkbox(value=True, description="偏置")
+    seq_len = widgets.SelectionSlider(options=[2**k for k in range(6, 17)], value=1024,
+                                      description="序列长度 T")
+    out = widgets.interactive_output(
+        _show_block_breakdown, {"d_model": d_model, "ratio": ratio, "gated": gated,
+                                "norm": norm, "bias": bias, "seq_len": seq_len})
+    controls = widgets.VBox([d_model, ratio, gated, norm, bias, seq_len])
+    return widgets.VBox([controls, out])
+
+
+# 第 7 章：小 GPT
+def _next_token_figure(model: TinyGPT, corpus: FactsCorpus, prompt: str, temperature: float,
+                       top: int = 10) -> Figure:
+    """Bar chart of the most likely next tokens after ``prompt`` at ``temperature``."""
+    with torch.no_grad():
+        model.eval()
+        logits = model(torch.tensor(corpus.encode(prompt)))[-1]
+    probs = (logits / temperature).softmax(-1)
+    best = probs.topk(top)
+    labels = [corpus.vocab[i] for i in best.indices.tolist()]
+    truth = corpus.facts.get((prompt[-2], prompt[-1])) if len(prompt) >= 2 else None
+    colors = ["tab:orange" if c == truth else "tab:blue" for c in labels]
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    ax.bar(range(top), best.values.tolist(), color=colors)
+    ax.set_xticks(range(top), labels)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("概率")
+    ax.set_title(f"“{prompt}”之后的下一个字，温度 τ = {temperature:g}（橙色：表里的事实）")
+    return fig
+
+
+def temperature_frames(model: TinyGPT, corpus: FactsCorpus, prompt: str) -> widgets.VBox:
+    """Chapter 7, without a kernel: the next-token distribution as the temperature changes."""
+    values = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0]
+
+    def alt(t: float) -> str:
+        return (f"柱状图：提示“{prompt}”之后概率最高的 10 个字在温度 {t:g} 下的概率；"
+                "温度越低，概率越集中在第一名上，温度越高越平。")
+
+    return frame_player(lambda t: _next_token_figure(model, corpus, prompt, t), values,
+                        "温度 τ", alt, start=values.index(1.0))
+
+
+def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
+    """Type a prompt, pick temperature, top-k and a seed; see a sample and the distribution."""
+    prompt = widgets.Text(value="猫吃", description="提示")
+    temperature = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05,
+                                         description="温度 τ")
+    top_k = widgets.IntSlider(value=len(corpus.vocab), min=1, max=len(corpus.vocab),
+                              description="top-k")
+    seed = widgets.IntSlider(value=0, min=0, max=20, description="随机种子")
+
+    def update(prompt: str, temperature: float, top_k: int, seed: int) -> None:
+        try:
+            ids = model.generate(corpus.encode(prompt), 12, temperature, top_k,
+                                 torch.Generator().manual_seed(seed))
+        except ValueError as err:
+            print("ValueError:", err)
+            return
+        print("生成：", corpus.decode(ids))
+        fig = _next_token_figure(model, corpus, prompt, temperature)
+        show_with_alt(fig, f"柱状图：提示“{prompt}”之后概率最高的 10 个字，"
+                           f"温度 {temperature:.2g}。")
+
+    out = widgets.interactive_output(
+        update, {"prompt": prompt, "temperature": temperature, "top_k": top_k, "seed": seed})
+    return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])
+
+
+# 第 5 章：前置归一化与后置归一化
+POSITION_NAMES = {"post": "Post-LN：LN(x + F(x))", "pre": "Pre-LN：x + F(LN(x))"}
+POSITION_COLORS = {"post": "tab:orange", "pre": "tab:blue"}
+GradNorms = Mapping[tuple[str, int], torch.Tensor]  # (norm_position, n_layers) → [seeds, n_layers]
+
+
+def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
+    """Per-layer ‖∂L/∂W2‖ of each arrangement: mean over seeds (line) and their range (band)."""
+    for position, rows in norms.items():
+        layers = np.arange(1, rows.shape[1] + 1)
+        color = POSITION_COLORS[position]
+        ax.plot(layers, rows.mean(0).tolist(), marker="o", markersize=3, color=color,
+                label=POSITION_NAMES[position])
+        ax.fill_between(layers, rows.min(0).values.tolist(), rows.max(0).values.tolist(),
+                        color=color, alpha=0.2, linewidth=0)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.set_xlabel("块的编号 l（1 = 最靠近输入）")
+    ax.set_ylabel(r"$\|\partial L / \partial W_2\|$")
+
+
+def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
+    """Chapter 5, without a kernel: slide the depth L; per-layer FFN gradients at init
+    (Xavier init, 3 seeds), Post-LN vs Pre-LN. ``known`` holds results already computed."""
+    depths = [2, 4, 6, 12, 24]
+    cache = dict(known or {})
+
+    def norms(position: str, n_layers: int) -> torch.Tensor:
+        if (position, n_layers) not in cache:
+            cache[position, n_layers] = init_grad_norms(n_layers, position)
+        return cache[position, n_layers]
+
+    def draw(n_layers: float) -> Figure:
+        n = int(n_layers)
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        plot_grad_norms(ax, {pos: norms(pos, n) for pos in ("post", "pre")})
+        ax.set_xlim(0.5, max(depths) + 0.5)
+        ax.set_ylim(0, 0.32)
+        ax.set_title(f"L = {n} 块：初始化时每块 FFN 的梯度（Xavier 初始化，3 个种子）")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        return fig
+
+    def alt(n_layers: float) -> str:
+        n = int(n_layers)
+        ratio = (norms("post", n)[:, -1].mean() / norms("pre", n)[:, -1].mean()).item()
+        return (f"折线图：{n} 块的模型在初始化时每一块 W2 的梯度范数，橙色为 Post-LN、蓝色为 "
+                f"Pre-LN；最后一块上 Post-LN 约为 Pre-LN 的 {ratio:.1f} 倍。")
+
+    return frame_player(draw, depths, "块数 L", alt, start=depths.index(12))
+
+
+def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
+    """Chapter 5: pick the depth, the arrangement and the init; redraw the per-layer
+    ‖∂L/∂W2‖ at initialisation (3 seeds). ``known`` holds Xavier results already computed."""
+    depth = widgets.IntSlider(value=12, min=2, max=24, step=2, description="块数 L")
+    arrangement = widgets.ToggleButtons(
+        options=[("两者", ("post", "pre")), ("Post-LN", ("post",)), ("Pre-LN", ("pre",))],
+        value=("post", "pre"), description="摆法")
+    init = widgets.ToggleButtons(options=[("Xavier", "xavier"), ("GPT-2", "gpt2")],
+                                 value="xavier", description="初始化")
+    cache = {(pos, n, "xavier"): rows for (pos, n), rows in (known or {}).items()}
+
+    def update(n_layers: int, positions: tuple[str, ...], init_name: str) -> None:
+        norms = {}
+        for pos in positions:
+            if (pos, n_layers, init_name) not in cache:
+                cache[pos, n_layers, init_name] = init_grad_norms(n_layers, pos, init=init_name)
+            norms[pos] = cache[pos, n_layers, init_name]
+            print(f"{POSITION_NAMES[pos]:<22} 第 1 块 {norms[pos][:, 0].mean():.3f}，"
+                  f"第 {n_layers} 块 {norms[pos][:, -1].mean():.3f}")
+        if len(norms) == 2:
+            ratio = (norms["post"][:, -1].mean() / norms["pre"][:, -1].mean()).item()
+            print(f"最后一块：Post-LN / Pre-LN = {ratio:.2f}")
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        plot_grad_norms(ax, norms)
+        ax.set_yscale("log")
+        ax.set_ylim(1e-2, 1.5)
+        ax.set_ylabel(r"$\|\partial L / \partial W_2\|$（对数坐标）")
+        ax.set_title(f"L = {n_layers} 块、{init.label} 初始化：每块 FFN 的梯度")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        show_with_alt(fig, f"对数坐标折线图：{n_layers} 块的模型（{init.label} 初始化）在初始化时"
+                           f"每一块 W2 的梯度范数，3 个种子的均值与范围。")
+
+    out = widgets.interactive_output(
+        update, {"n_layers": depth, "positions": arrangement, "init_name": init})
+    return widgets.VBox([depth, arrangement, init, out])
