@@ -555,6 +555,7 @@ def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
 POSITION_NAMES = {"post": "Post-LN：LN(x + F(x))", "pre": "Pre-LN：x + F(LN(x))"}
 POSITION_COLORS = {"post": "tab:orange", "pre": "tab:blue"}
 GradNorms = Mapping[tuple[str, int], torch.Tensor]  # (norm_position, n_layers) → [seeds, n_layers]
+GRAD_FRAME_DEPTHS = (2, 4, 6, 12, 24)               # norm_position_frames 预先画好的块数
 
 
 def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
@@ -574,7 +575,7 @@ def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
 def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
     """Chapter 5, without a kernel: slide the depth L; per-layer FFN gradients at init
     (Xavier init, 3 seeds), Post-LN vs Pre-LN. ``known`` holds results already computed."""
-    depths = [2, 4, 6, 12, 24]
+    depths = list(GRAD_FRAME_DEPTHS)
     cache = dict(known or {})
 
     def norms(position: str, n_layers: int) -> torch.Tensor:
@@ -582,12 +583,15 @@ def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
             cache[position, n_layers] = init_grad_norms(n_layers, position)
         return cache[position, n_layers]
 
+    # 所有帧共用一个纵轴范围，由数据定出：哪一帧都不会被截掉
+    top = 1.08 * max(norms(pos, n).max().item() for pos in ("post", "pre") for n in depths)
+
     def draw(n_layers: float) -> Figure:
         n = int(n_layers)
         fig, ax = plt.subplots(figsize=(6.4, 3.0))
         plot_grad_norms(ax, {pos: norms(pos, n) for pos in ("post", "pre")})
         ax.set_xlim(0.5, max(depths) + 0.5)
-        ax.set_ylim(0, 0.32)
+        ax.set_ylim(0, top)
         ax.set_title(f"L = {n} 块：初始化时每块 FFN 的梯度（Xavier 初始化，3 个种子）")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
         return fig
