@@ -98,7 +98,12 @@ def test_facts_corpus_is_deterministic_and_consistent():
     text = corpus.decode(x[0].tolist())
     assert text[3] == "。" and (text[0], text[1]) in corpus.facts
     assert corpus.facts[text[0], text[1]] == text[2]
-    assert corpus.best_loss() < corpus.unigram_loss() < math.log(len(corpus.vocab))
+    assert corpus.best_loss() < corpus.structure_loss() < corpus.unigram_loss()
+    assert corpus.unigram_loss() < math.log(len(corpus.vocab))
+    n_objects = len(set(corpus.facts.values()))  # guessing among n objects costs ≤ ln(n)/4
+    assert corpus.structure_loss() - corpus.best_loss() <= math.log(n_objects) / 4 + 1e-6
+    one_fact = facts_corpus(n_subjects=1, n_relations=1)  # one object: nothing left to guess
+    assert one_fact.structure_loss() == pytest.approx(one_fact.best_loss())
     with pytest.raises(ValueError, match="词表"):
         corpus.encode("猫吃X")
 
@@ -152,8 +157,9 @@ def test_ffn_activations_and_key_value_probe():
     from onelayer.experiments import ffn_activations, key_value_probe
 
     corpus = facts_corpus(n_subjects=4, n_relations=2)
-    model = tiny(d_ff=24)
-    model = TinyGPT(GPTConfig(len(corpus.vocab), 8, n_layers=1, block=model.config.block))
+    torch.manual_seed(0)
+    block = BlockConfig(d_model=16, n_heads=2, d_ff=24)
+    model = TinyGPT(GPTConfig(len(corpus.vocab), 8, n_layers=1, block=block))
     idx = torch.randint(0, len(corpus.vocab), (3, 5))
     acts = ffn_activations(model, idx)
     block = model.blocks[0]

@@ -146,6 +146,13 @@ class FactsCorpus:
         p = counts / counts.sum()
         return -(p * p.log()).sum().item()
 
+    def structure_loss(self) -> float:
+        """The loss of a model that knows the sentence structure but no fact: at the object it
+        can only guess from how often each object occurs; elsewhere it is as good as possible."""
+        objects = torch.tensor([self.vocab.index(o) for o in self.facts.values()]).bincount()
+        p = objects[objects > 0] / len(self.facts)
+        return self.best_loss() - (p * p.log()).sum().item() / 4
+
     def best_loss(self) -> float:
         """The lowest reachable loss: subjects and relations are random, objects and 。 are not."""
         n_subjects = len({s for s, _ in self.facts})
