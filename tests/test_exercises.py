@@ -1,6 +1,6 @@
 import torch
 
-from onelayer.exercises import check_ffn_forward
+from onelayer.book.exercises import check_ffn_forward
 
 
 def correct(x, W1, b1, W2, b2):
@@ -31,7 +31,7 @@ def test_crash_and_wrong_shape_are_reported(capsys):
 
 
 def test_gelu_tanh_checker(capsys):
-    from onelayer.exercises import check_gelu_tanh
+    from onelayer.book.exercises import check_gelu_tanh
 
     assert check_gelu_tanh(lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
     assert not check_gelu_tanh(torch.nn.functional.gelu)
@@ -39,7 +39,7 @@ def test_gelu_tanh_checker(capsys):
 
 
 def test_residual_add_checker(capsys):
-    from onelayer.exercises import check_residual_add
+    from onelayer.book.exercises import check_residual_add
 
     def careful(x, f):
         y = f(x)
@@ -55,7 +55,7 @@ def test_residual_add_checker(capsys):
 
 
 def test_layer_norm_checker(capsys):
-    from onelayer.exercises import check_layer_norm
+    from onelayer.book.exercises import check_layer_norm
 
     def unbiased(x, g, b, eps):
         return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b
@@ -71,7 +71,7 @@ def keep_top_k(z, k, dim=-1, fill=float("-inf")):
 
 
 def test_top_k_checker_passes_the_right_filter_and_names_mistakes(capsys):
-    from onelayer.exercises import check_top_k
+    from onelayer.book.exercises import check_top_k
 
     assert check_top_k(keep_top_k)
     assert capsys.readouterr().out.startswith("✓ 通过")

@@ -205,7 +205,7 @@ def test_prediction_spread_is_zero_for_an_input_blind_model(corpus):
 
 
 def test_norm_position_checker(capsys):
-    from onelayer.exercises import check_norm_position
+    from onelayer.book.exercises import check_norm_position
 
     def right(x, f, ln, position):
         return ln(x + f(x)) if position == "post" else x + f(ln(x))

@@ -91,9 +91,9 @@ def test_non_blocks_raise_value_error(fn):
         fn(nn.Linear(4, 4))
 
 
-# The chapter 6 exercise checker (onelayer.exercises.check_pre_norm_block)
+# The chapter 6 exercise checker (onelayer.book.exercises.check_pre_norm_block)
 def test_pre_norm_block_checker_accepts_the_two_lines(capsys):
-    from onelayer.exercises import check_pre_norm_block
+    from onelayer.book.exercises import check_pre_norm_block
 
     def two_lines(x, ln_1, attn, ln_2, mlp):
         h = x + attn(ln_1(x))
@@ -113,14 +113,14 @@ def test_pre_norm_block_checker_accepts_the_two_lines(capsys):
     (lambda x, l1, a, l2, m: x[..., :4], "输出形状应为"),
 ])
 def test_pre_norm_block_checker_names_the_mistake(capsys, wrong, hint):
-    from onelayer.exercises import check_pre_norm_block
+    from onelayer.book.exercises import check_pre_norm_block
 
     assert not check_pre_norm_block(wrong)
     assert hint in capsys.readouterr().out
 
 
 def test_pre_norm_block_checker_recognises_a_normalised_shortcut(capsys):
-    from onelayer.exercises import check_pre_norm_block
+    from onelayer.book.exercises import check_pre_norm_block
 
     def normalised_shortcut(x, ln_1, attn, ln_2, mlp):
         h = ln_1(x)
@@ -131,9 +131,9 @@ def test_pre_norm_block_checker_recognises_a_normalised_shortcut(capsys):
     assert "捷径应绕过 LayerNorm" in capsys.readouterr().out
 
 
-# The chapter 6 panels (onelayer.widgets)
+# The chapter 6 panels (onelayer.book.widgets)
 def test_meta_block_has_the_requested_sizes():
-    from onelayer.widgets import meta_block
+    from onelayer.book.widgets import meta_block
 
     block = meta_block(4096, 11008 / 4096, gated=True, norm="rmsnorm", bias=False)
     assert next(block.parameters()).device.type == "meta"
@@ -144,8 +144,8 @@ def test_meta_block_has_the_requested_sizes():
 def test_block_frames_have_one_distinct_alt_text_per_frame():
     import re
 
-    from onelayer.plotting import use_book_style
-    from onelayer.widgets import block_ratio_frames
+    from onelayer.book.plotting import use_book_style
+    from onelayer.book.widgets import block_ratio_frames
 
     use_book_style()  # the CJK font, as in the chapters
     player = block_ratio_frames()

@@ -1,6 +1,6 @@
 import matplotlib as mpl
 
-from onelayer import plotting
+from onelayer.book import plotting
 
 
 def test_uses_a_cjk_font_when_one_is_installed():

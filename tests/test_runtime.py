@@ -5,7 +5,7 @@ import torch
 from myst_nb.ext import glue as myst_glue
 
 import onelayer
-from onelayer import runtime
+from onelayer.book import runtime
 
 
 def captured_displays(monkeypatch, module, attribute):

@@ -21,7 +21,6 @@ from onelayer.ffn import (
 )
 from onelayer.norms import LayerNorm, RMSNorm
 from onelayer.params import count_parameters
-from onelayer.runtime import glue, setup
 
 __all__ = [
     "ACTIVATIONS",
@@ -45,3 +44,13 @@ __all__ = [
     "swish",
     "trace_ffn",
 ]
+
+
+def __getattr__(name: str):
+    """``onelayer.setup`` and ``onelayer.glue`` come from the book helpers, loaded on first use
+    so that ``import onelayer`` stays free of IPython and matplotlib."""
+    if name in ("setup", "glue"):
+        from onelayer.book import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'onelayer' has no attribute {name!r}")

@@ -23,7 +23,7 @@ from onelayer.model import TinyGPT
 from onelayer.norm_position import init_grad_norms
 from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
 from onelayer.params import block_flops, block_parameter_breakdown
-from onelayer.plotting import figure_html, show_with_alt
+from onelayer.book.plotting import figure_html, show_with_alt
 from onelayer.residual import DeepMLP, block_grad_norms
 
 

@@ -10,7 +10,7 @@ import torch
 from IPython.core.formatters import format_display_data
 from IPython.display import display
 
-from onelayer.plotting import use_book_style
+from onelayer.book.plotting import use_book_style
 
 
 def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
