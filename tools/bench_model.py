@@ -52,7 +52,7 @@ def compare(name: str, config: GPTConfig, batch: int, runs: int) -> None:
     ratio = statistics.median(a / b for a, b in pairs)
     block = config.block
     print(f"{name}: batch {batch} × {config.block_size} 词元，{config.n_layers} 层，"
-          f"d_model={block.d_model}，d_ff={block.hidden}，fused={block.fused}")
+          f"d_model={block.d_model}，d_ff={block.ffn_width}，fused={block.fused}")
     print(f"  一步前向+反向（{runs} 次的中位数）：TinyGPT {t_ours * 1e3:.2f} ms，"
           f"GPT2LMHeadModel {t_theirs * 1e3:.2f} ms，比值（逐次比值的中位数）{ratio:.2f}×")
 

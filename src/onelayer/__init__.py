@@ -1,4 +1,9 @@
-"""onelayer: the parts of one Transformer layer, built from scratch for 一层 Transformer."""
+"""onelayer: the parts of one Transformer layer, built from scratch for 一层 Transformer.
+
+The parts live in this package's modules (bottom-up: checks, activations, ffn, norms,
+residual, mlp, attention, block, model, params, data, reference, probes, train); each
+chapter's experiments in ``onelayer.chapters``; what only the book needs in ``onelayer.book``.
+"""
 
 from onelayer.activations import (
     ACTIVATIONS,
@@ -11,6 +16,8 @@ from onelayer.activations import (
     swiglu,
     swish,
 )
+from onelayer.attention import CausalSelfAttention
+from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.ffn import (
     FFN_VARIANTS,
     FeedForward,
@@ -19,11 +26,26 @@ from onelayer.ffn import (
     gated_d_ff,
     trace_ffn,
 )
+from onelayer.mlp import DeepMLP
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.norms import LayerNorm, RMSNorm
 from onelayer.params import count_parameters
+from onelayer.residual import Residual, norm_sublayer, post_norm, pre_norm, residual_add
 
 __all__ = [
     "ACTIVATIONS",
+    "BlockConfig",
+    "CausalSelfAttention",
+    "DeepMLP",
+    "GPTConfig",
+    "Residual",
+    "TinyGPT",
+    "TransformerBlock",
+    "lm_loss",
+    "norm_sublayer",
+    "post_norm",
+    "pre_norm",
+    "residual_add",
     "FFNTrace",
     "FFN_VARIANTS",
     "FeedForward",

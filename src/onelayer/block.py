@@ -2,6 +2,8 @@
 
 Pre-Norm:  x = x + Attn(LN₁(x));  x = x + FFN(LN₂(x))     (GPT-2, LLaMA …)
 Post-Norm: x = LN₁(x + Attn(x));  x = LN₂(x + FFN(x))     (the 2017 Transformer)
+
+Both come from ``onelayer.residual.norm_sublayer``, where the two formulas are written.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from onelayer.checks import (
 )
 from onelayer.ffn import FeedForward
 from onelayer.norms import LayerNorm, RMSNorm
+from onelayer.residual import NORM_POSITIONS, norm_sublayer
 
 NORMS = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 TORCH_NORMS = {"layernorm": nn.LayerNorm, "rmsnorm": nn.RMSNorm}  # same state_dict keys
-NORM_POSITIONS = ("pre", "post")
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ class BlockConfig:
         check_flag("fused", self.fused)
 
     @property
-    def hidden(self) -> int:
+    def ffn_width(self) -> int:
+        """The FFN's d_ff: 4·d_model unless given; 0 for an attention-only block."""
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
 
     def make_norm(self) -> nn.Module:
@@ -75,14 +78,14 @@ class TransformerBlock(nn.Module):
                                         config.dropout)
         self.drop = nn.Dropout(config.dropout)
         self.ln_2 = self.mlp = None  # d_ff = 0: the block is attention only
-        if config.hidden:
+        if config.ffn_width:
             self.ln_2 = config.make_norm()
-            self.mlp = FeedForward(config.d_model, config.hidden, config.activation,
+            self.mlp = FeedForward(config.d_model, config.ffn_width, config.activation,
                                    bias=config.bias, gated=config.gated, fused=config.fused)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.config.norm_position == "pre":
-            x = x + self.drop(self.attn(self.ln_1(x)))
-            return x + self.drop(self.mlp(self.ln_2(x))) if self.mlp else x
-        x = self.ln_1(x + self.drop(self.attn(x)))
-        return self.ln_2(x + self.drop(self.mlp(x))) if self.mlp else x
+        position = self.config.norm_position
+        x = norm_sublayer(x, lambda h: self.drop(self.attn(h)), self.ln_1, position)
+        if self.mlp is None:
+            return x
+        return norm_sublayer(x, lambda h: self.drop(self.mlp(h)), self.ln_2, position)

@@ -13,7 +13,7 @@ from torch import nn
 from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.checks import check_choice, check_positive_int
 
-INITS = ("gpt2", "xavier")
+GPT_INITS = ("gpt2", "xavier")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,17 @@ class GPTConfig:
         check_positive_int("n_layers", self.n_layers)
         if not isinstance(self.block, BlockConfig):
             raise ValueError(f"block 应为 BlockConfig，实际为 {type(self.block).__name__}")
-        check_choice("init", self.init, INITS)
+        check_choice("init", self.init, GPT_INITS)
+
+
+def gpt2_residual_std(n_layer: int, initializer_range: float = 0.02) -> float:
+    """Init std for the last projection of each residual branch: 0.02/√(2·n_layer).
+
+    GPT-2's paper says to scale these weights by 1/√N, N the number of residual layers;
+    N = 2·n_layer (a block has two residual branches, attention and MLP) is how nanoGPT
+    and Hugging Face ``transformers`` read it.
+    """
+    return initializer_range / math.sqrt(2 * check_positive_int("n_layer", n_layer))
 
 
 class TinyGPT(nn.Module):
@@ -57,10 +67,9 @@ class TinyGPT(nn.Module):
         if self.config.init == "xavier" and isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
         elif isinstance(module, (nn.Linear, nn.Embedding)):
-            std = 0.02
-            if any(module is b.attn.proj or module is getattr(b.mlp, "w2", None)
-                   for b in self.blocks):
-                std /= math.sqrt(2 * self.config.n_layers)
+            branch_end = any(module is b.attn.proj or module is getattr(b.mlp, "w2", None)
+                             for b in self.blocks)
+            std = gpt2_residual_std(self.config.n_layers) if branch_end else 0.02
             nn.init.normal_(module.weight, std=std)
 
     def check_tokens(self, idx: torch.Tensor) -> torch.Tensor:
@@ -116,17 +125,29 @@ class TinyGPT(nn.Module):
         was_training = self.training
         self.eval()
         tokens = list(prompt)
+        device = self.tok.weight.device
         for _ in range(max_new_tokens):
-            context = torch.tensor(tokens[-cfg.block_size:])
+            context = torch.tensor(tokens[-cfg.block_size:], device=device)
             logits = self(context)[-1] / temperature
             if top_k is not None:
                 kth = logits.topk(top_k).values[-1]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
-            tokens.append(torch.multinomial(logits.softmax(-1), 1, generator=generator).item())
+            probs = logits.softmax(-1).to(generator.device if generator else device)
+            tokens.append(torch.multinomial(probs, 1, generator=generator).item())
         self.train(was_training)
         return tokens
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of the next-token predictions (nats per token)."""
-    return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
+    """Mean cross-entropy of the next-token predictions (nats per token).
+
+    logits [..., B, T, vocab], targets [..., B, T]: the mean is over B and T, leading
+    dimensions (one per member of a stack of models) are kept.
+    """
+    if targets.dim() < 2 or logits.shape[:-1] != targets.shape:
+        raise ValueError(f"logits 应为 [..., B, T, 词表]、targets 为 [..., B, T]，实际为 "
+                         f"{list(logits.shape)} 与 {list(targets.shape)}")
+    if targets.dim() == 2:
+        return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
+    nll = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none")
+    return nll.view(*targets.shape[:-2], -1).mean(-1)

@@ -27,10 +27,10 @@ def torch_encoder_layer(block: TransformerBlock) -> nn.TransformerEncoderLayer:
     cfg = block.config
     _require(cfg, "nn.TransformerEncoderLayer", norm="layernorm", gated=False, bias=True)
     activation = {"relu": "relu", "gelu": "gelu"}.get(cfg.activation)
-    if activation is None or not cfg.hidden:
+    if activation is None or not cfg.ffn_width:
         raise ValueError(f"nn.TransformerEncoderLayer 只支持 relu/gelu 且 d_ff > 0，"
-                         f"实际 activation={cfg.activation!r}，d_ff={cfg.hidden}")
-    ref = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.hidden, dropout=0.0,
+                         f"实际 activation={cfg.activation!r}，d_ff={cfg.ffn_width}")
+    ref = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.ffn_width, dropout=0.0,
                                      activation=activation, layer_norm_eps=cfg.eps,
                                      batch_first=True, norm_first=cfg.norm_position == "pre")
     with torch.no_grad():
@@ -50,11 +50,11 @@ def gpt2_config(block: BlockConfig, n_layers: int = 1, vocab_size: int = 8,
     import transformers  # imported here: it takes seconds, and only these peers need it
 
     _require(block, "GPT-2", norm="layernorm", norm_position="pre", gated=False, bias=True)
-    if block.activation not in HF_GELU_NAMES or not block.hidden:
+    if block.activation not in HF_GELU_NAMES or not block.ffn_width:
         raise ValueError(f"GPT-2 的 FFN 要求 activation 为 {sorted(HF_GELU_NAMES)} 之一且 "
-                         f"d_ff > 0，实际 activation={block.activation!r}，d_ff={block.hidden}")
+                         f"d_ff > 0，实际 activation={block.activation!r}，d_ff={block.ffn_width}")
     return transformers.GPT2Config(
-        n_layer=n_layers, n_embd=block.d_model, n_head=block.n_heads, n_inner=block.hidden,
+        n_layer=n_layers, n_embd=block.d_model, n_head=block.n_heads, n_inner=block.ffn_width,
         activation_function=HF_GELU_NAMES[block.activation], layer_norm_epsilon=block.eps,
         vocab_size=vocab_size, n_positions=block_size,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=None, eos_token_id=None,
@@ -110,7 +110,7 @@ def llama_decoder_layer(block: TransformerBlock) -> nn.Module:
     _require(cfg, "Llama", norm="rmsnorm", norm_position="pre", gated=True, bias=False,
              activation="silu")
     config = transformers.LlamaConfig(
-        hidden_size=cfg.d_model, intermediate_size=cfg.hidden,
+        hidden_size=cfg.d_model, intermediate_size=cfg.ffn_width,
         num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_heads,
         rms_norm_eps=cfg.eps, hidden_act="silu", attention_bias=False, mlp_bias=False,
         num_hidden_layers=1, vocab_size=8,

@@ -124,6 +124,42 @@ def check_layer_norm(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(problem is None, problem or "与 torch.nn.functional.layer_norm 一致。")
 
 
+# 第 5 章：前置归一化与后置归一化
+def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 5: ``fn(x, f, ln, position)`` should return LN(x + F(x)) for position 'post'
+    and x + F(LN(x)) for position 'pre' (f: a sublayer, ln: a LayerNorm with random γ, β)."""
+    generator = torch.Generator().manual_seed(5)
+    f, ln = FeedForward(6, 12, activation="gelu"), LayerNorm(6)
+    with torch.no_grad():
+        for p in [*f.parameters(), *ln.parameters()]:
+            p.copy_(torch.randn(p.shape, generator=generator) * 0.5 + (p.dim() == 1) * 0.5)
+    x = torch.randn(2, 3, 6, generator=generator) * 2 + 0.5
+    with torch.no_grad():
+        post, pre = ln(x + f(x)), x + f(ln(x))
+        cases = {
+            "post": (post, [
+                (pre, "两种摆法写反了：post 要求 LN(x + F(x))，归一化在残差相加之后。"),
+                (ln(f(x)), "漏了残差：要先把 x 加回去，再做 LN。"),
+                (x + ln(f(x)),
+                 "LN 放在了子层输出上（x + LN(F(x))）；Post-Norm 对相加之后的和做 LN。"),
+            ]),
+            "pre": (pre, [
+                (post, "两种摆法写反了：pre 要求 x + F(LN(x))，归一化在子层入口。"),
+                (f(ln(x)), "漏了残差：子层的输出要加回原来的 x。"),
+                (ln(x + f(ln(x))),
+                 "Pre-Norm 的残差流不做归一化：输出是 x + F(LN(x))，外面不再套 LN。"),
+                (ln(x) + f(ln(x)),
+                 "捷径上的 x 要原样相加，不是 LN(x)：Pre-Norm 只归一化子层的输入。"),
+            ]),
+        }
+        for position, (expected, mistakes) in cases.items():
+            problem = _judge(fn, (x, f, ln, position), expected, f"position={position!r} ",
+                             mistakes, "逐项核对：LN 在哪里、x 在哪里加回去。")
+            if problem:
+                return _report(False, problem)
+    return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")
+
+
 # 第 6 章：Pre-Norm 块的前向
 def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
     """Chapter 6: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
@@ -194,39 +230,3 @@ def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
         if problem:
             return _report(False, problem)
     return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
-
-
-# 第 5 章：前置归一化与后置归一化
-def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 5: ``fn(x, f, ln, position)`` should return LN(x + F(x)) for position 'post'
-    and x + F(LN(x)) for position 'pre' (f: a sublayer, ln: a LayerNorm with random γ, β)."""
-    generator = torch.Generator().manual_seed(5)
-    f, ln = FeedForward(6, 12, activation="gelu"), LayerNorm(6)
-    with torch.no_grad():
-        for p in [*f.parameters(), *ln.parameters()]:
-            p.copy_(torch.randn(p.shape, generator=generator) * 0.5 + (p.dim() == 1) * 0.5)
-    x = torch.randn(2, 3, 6, generator=generator) * 2 + 0.5
-    with torch.no_grad():
-        post, pre = ln(x + f(x)), x + f(ln(x))
-        cases = {
-            "post": (post, [
-                (pre, "两种摆法写反了：post 要求 LN(x + F(x))，归一化在残差相加之后。"),
-                (ln(f(x)), "漏了残差：要先把 x 加回去，再做 LN。"),
-                (x + ln(f(x)),
-                 "LN 放在了子层输出上（x + LN(F(x))）；Post-Norm 对相加之后的和做 LN。"),
-            ]),
-            "pre": (pre, [
-                (post, "两种摆法写反了：pre 要求 x + F(LN(x))，归一化在子层入口。"),
-                (f(ln(x)), "漏了残差：子层的输出要加回原来的 x。"),
-                (ln(x + f(ln(x))),
-                 "Pre-Norm 的残差流不做归一化：输出是 x + F(LN(x))，外面不再套 LN。"),
-                (ln(x) + f(ln(x)),
-                 "捷径上的 x 要原样相加，不是 LN(x)：Pre-Norm 只归一化子层的输入。"),
-            ]),
-        }
-        for position, (expected, mistakes) in cases.items():
-            problem = _judge(fn, (x, f, ln, position), expected, f"position={position!r} ",
-                             mistakes, "逐项核对：LN 在哪里、x 在哪里加回去。")
-            if problem:
-                return _report(False, problem)
-    return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")

@@ -52,6 +52,12 @@ def use_book_style() -> str | None:
     return font
 
 
+def new_figure(**kwargs: object) -> Figure:
+    """A figure outside pyplot's global state, for panels: their callbacks may run on
+    another thread while the notebook goes on drawing with pyplot."""
+    return Figure(**kwargs)
+
+
 def figure_html(fig: Figure, alt: str) -> str:
     """``fig`` as an <img> tag with alt text (PNG inlined), and close the figure."""
     buffer = io.BytesIO()

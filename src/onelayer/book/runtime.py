@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,14 @@ def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
     torch.set_printoptions(precision=precision, sci_mode=False)
     np.set_printoptions(precision=precision, suppress=True)
     use_book_style()
+
+
+def progress_bar(steps: Iterable[int]) -> Iterable[int]:
+    """A progress bar over a training loop's steps (on stderr, updated at most once a second;
+    hidden in the HTML book)."""
+    from tqdm import tqdm
+
+    return tqdm(steps, file=sys.stderr, mininterval=1.0)
 
 
 GLUE_PREFIX = "application/papermill.record/"

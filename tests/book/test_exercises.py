@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from onelayer.book.exercises import check_ffn_forward
@@ -81,3 +82,65 @@ def test_top_k_checker_passes_the_right_filter_and_names_mistakes(capsys):
     assert "最低的 k 个" in capsys.readouterr().out
     assert not check_top_k(lambda z, k: keep_top_k(z, k, dim=0 if z.dim() > 1 else -1))
     assert "最后一维" in capsys.readouterr().out
+
+
+# The chapter 6 exercise checker (onelayer.book.exercises.check_pre_norm_block)
+def test_pre_norm_block_checker_accepts_the_two_lines(capsys):
+    from onelayer.book.exercises import check_pre_norm_block
+
+    def two_lines(x, ln_1, attn, ln_2, mlp):
+        h = x + attn(ln_1(x))
+        return h + mlp(ln_2(h))
+
+    assert check_pre_norm_block(two_lines)
+    assert capsys.readouterr().out.startswith("✓ 通过")
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (lambda x, l1, a, l2, m: l2(l1(x + a(x)) + m(l1(x + a(x)))), "后置归一化"),
+    (lambda x, l1, a, l2, m: x + a(l1(x)) + m(l2(x)), "并行块"),
+    (lambda x, l1, a, l2, m: m(l2(a(l1(x)))), "别忘了残差"),
+    (lambda x, l1, a, l2, m: m(l2(x + a(l1(x)))), "FFN 这一半"),
+    (lambda x, l1, a, l2, m: (x + a(l2(x))) + m(l1(x + a(l2(x)))), "用反了"),
+    (lambda x, l1, a, l2, m: x, "逐行核对"),
+    (lambda x, l1, a, l2, m: x[..., :4], "输出形状应为"),
+])
+def test_pre_norm_block_checker_names_the_mistake(capsys, wrong, hint):
+    from onelayer.book.exercises import check_pre_norm_block
+
+    assert not check_pre_norm_block(wrong)
+    assert hint in capsys.readouterr().out
+
+
+def test_pre_norm_block_checker_recognises_a_normalised_shortcut(capsys):
+    from onelayer.book.exercises import check_pre_norm_block
+
+    def normalised_shortcut(x, ln_1, attn, ln_2, mlp):
+        h = ln_1(x)
+        h = h + attn(h)
+        return h + mlp(ln_2(h))
+
+    assert not check_pre_norm_block(normalised_shortcut)
+    assert "捷径应绕过 LayerNorm" in capsys.readouterr().out
+
+
+def test_norm_position_checker(capsys):
+    from onelayer.book.exercises import check_norm_position
+
+    def right(x, f, ln, position):
+        return ln(x + f(x)) if position == "post" else x + f(ln(x))
+
+    assert check_norm_position(right)
+    assert capsys.readouterr().out.startswith("✓ 通过")
+    wrong = {
+        "写反": lambda x, f, ln, p: right(x, f, ln, "pre" if p == "post" else "post"),
+        "残差": lambda x, f, ln, p: ln(f(x)) if p == "post" else f(ln(x)),
+        "相加之后": lambda x, f, ln, p: x + ln(f(x)) if p == "post" else x + f(ln(x)),
+        "外面不再套": lambda x, f, ln, p: right(x, f, ln, p) if p == "post" else ln(x + f(ln(x))),
+        "原样相加": lambda x, f, ln, p: right(x, f, ln, p) if p == "post" else ln(x) + f(ln(x)),
+    }
+    for hint, fn in wrong.items():
+        assert not check_norm_position(fn)
+        assert hint in capsys.readouterr().out, hint
+    assert not check_norm_position(lambda *args: 1 / 0)
+    assert "ZeroDivisionError" in capsys.readouterr().out

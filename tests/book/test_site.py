@@ -20,7 +20,7 @@ import yaml
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"

@@ -2,9 +2,8 @@
 
 import torch
 
-from onelayer import FeedForward, gelu, relu, trace_ffn
+from onelayer import gelu, relu, trace_ffn
 from onelayer.data import TOKENS, sentence_ffn, sentence_x, shown_w1_columns, tiny_example
-from onelayer.experiments import fit_ffn, sgd_step, teacher_task
 
 
 def test_fish_scores_on_the_four_shown_detectors():
@@ -42,17 +41,3 @@ def test_times_two_plus_three_times_four_is_8x_plus_12():
     x = torch.linspace(-3, 3, 13)
     assert torch.equal((x * 2 + 3) * 4, 8 * x + 12)
     assert not torch.equal((x * 2 + 3) * 4, 26 * x + 12)
-
-
-def test_sgd_step_lowers_the_loss():
-    torch.manual_seed(0)
-    ffn = FeedForward(8, 16, activation="relu")
-    x, target = torch.randn(1, 3, 8), torch.randn(1, 3, 8)
-    losses = [sgd_step(ffn, x, target, lr=0.01) for _ in range(2)]
-    assert losses[1] < losses[0]
-
-
-def test_wider_ffn_fits_the_teacher_better():
-    x, y = teacher_task()
-    narrow, wide = fit_ffn(x, y, d_ff=2, steps=100), fit_ffn(x, y, d_ff=32, steps=100)
-    assert wide < 0.5 * narrow

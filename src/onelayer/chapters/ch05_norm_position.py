@@ -1,118 +1,47 @@
-"""Pre-Norm and Post-Norm: where the LayerNorm sits relative to the residual add (chapter 5).
+"""Chapter 5's experiments: Pre-Norm vs Post-Norm in small GPTs.
 
-post_norm(x, f, norm) = norm(x + f(x))          the 2017 Transformer
-pre_norm(x, f, norm)  = x + f(norm(x))          GPT-2, Llama …
-deep_norm             = norm(α·x + f(x))        Wang et al. 2022 (α > 1, with a down-scaled init)
-sandwich_norm         = x + norm₂(f(norm₁(x)))  Ding et al. 2021 (CogView)
+- ``init_grad_norms``: per-layer FFN gradients at initialisation (Xiong et al. 2020, Fig. 3);
+- ``warmup_experiment``: Post-LN and Pre-LN trained with and without learning-rate warm-up.
 
-Also the chapter's probes: the outputs of a module's forward calls (a hook), the bytes a
-forward pass keeps for backward, the size of the residual stream, per-layer FFN gradient
-norms at initialisation (Xiong et al. 2020) and the learning-rate warm-up experiment, whose
-models are trained side by side as one ``TinyGPTStack`` (the tests check it against
-``TinyGPT`` and ``train_lm`` model by model).
+The warm-up runs are trained side by side as one ``TinyGPTStack``, a hand-stacked copy of
+``TinyGPT`` (tests check it against ``TinyGPT`` and ``train_lm`` model by model); it reuses
+the parts' formulas (``norm_sublayer``, ``standardize``). ``torch.func.stack_module_state``
++ ``vmap`` over ``TinyGPT`` measured 1.2× slower, and ``vmap`` cannot run the model's token
+checks (they branch on tensor values).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
-from onelayer.block import NORM_POSITIONS, BlockConfig
-from onelayer.checks import check_choice, check_positive_int
+from onelayer.block import BlockConfig
+from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus, facts_corpus
-from onelayer.experiments import Adam, ffn_grad_norms, warmup_lr
-from onelayer.model import GPTConfig, TinyGPT
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.norms import standardize
-from onelayer.residual import residual_add
-
-Sublayer = Callable[[torch.Tensor], torch.Tensor]
-
-
-def post_norm(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer) -> torch.Tensor:
-    """Post-Norm: LN(x + F(x)). The residual stream is normalised after every add."""
-    return norm(residual_add(x, sublayer(x)))
-
-
-def pre_norm(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer) -> torch.Tensor:
-    """Pre-Norm: x + F(LN(x)). Only the sublayer's input is normalised, the stream is not."""
-    return residual_add(x, sublayer(norm(x)))
-
-
-def norm_sublayer(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer,
-                  position: str) -> torch.Tensor:
-    """One residual sublayer with its norm placed at ``position`` ('pre' or 'post')."""
-    check_choice("position", position, NORM_POSITIONS)
-    return (pre_norm if position == "pre" else post_norm)(x, sublayer, norm)
-
-
-def deep_norm(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer, alpha: float) -> torch.Tensor:
-    """DeepNorm: LN(α·x + F(x)), a Post-Norm whose shortcut is weighted by α ≥ 1."""
-    if not alpha >= 1:
-        raise ValueError(f"DeepNorm 的 alpha 应 ≥ 1，实际为 {alpha!r}")
-    return norm(residual_add(alpha * x, sublayer(x)))
-
-
-def sandwich_norm(x: torch.Tensor, sublayer: Sublayer, norm_in: Sublayer,
-                  norm_out: Sublayer) -> torch.Tensor:
-    """Sandwich-LN: x + LN₂(F(LN₁(x))), a Pre-Norm with a second norm on the branch output."""
-    return residual_add(x, norm_out(sublayer(norm_in(x))))
-
-
-def deepnorm_constants(n_layers: int) -> tuple[float, float]:
-    """DeepNorm's (α, β) for an encoder-only or decoder-only stack of ``n_layers`` blocks:
-    α = (2N)^¼ weights the shortcut, β = (8N)^-¼ scales the init of the branch weights."""
-    check_positive_int("n_layers", n_layers)
-    return (2 * n_layers) ** 0.25, (8 * n_layers) ** -0.25
-
-
-@contextmanager
-def recorded_outputs(module: nn.Module) -> Iterator[list[torch.Tensor]]:
-    """Inside the ``with`` block, every forward call of ``module`` appends its output."""
-    outputs: list[torch.Tensor] = []
-    handle = module.register_forward_hook(lambda _m, _args, out: outputs.append(out.detach()))
-    try:
-        yield outputs
-    finally:
-        handle.remove()
-
-
-def saved_activation_bytes(run: Callable[[], object], module: nn.Module) -> int:
-    """Bytes of the tensors that ``run()`` keeps for the backward pass, ``module``'s own
-    parameters not counted; each storage is counted once."""
-    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
-    storages: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            storages[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        run()
-    return sum(storages.values())
+from onelayer.probes import evaluating, weight_grad_norms
+from onelayer.residual import Sublayer, norm_sublayer
+from onelayer.train import Progress, seeded, train_lm
 
 
 def tiny_lm(corpus: FactsCorpus, n_layers: int, norm_position: str, seed: int,
             d_model: int = 64, n_heads: int = 4, init: str = "xavier",
             block_size: int = 32) -> TinyGPT:
     """A TinyGPT for ``corpus`` whose weights depend only on ``seed``."""
-    torch.manual_seed(seed)
     block = BlockConfig(d_model=d_model, n_heads=n_heads, norm_position=norm_position)
-    return TinyGPT(GPTConfig(len(corpus.vocab), block_size, n_layers, block, init=init))
+    with seeded(seed):
+        return TinyGPT(GPTConfig(len(corpus.vocab), block_size, n_layers, block, init=init))
 
 
-@torch.no_grad()
-def residual_stream_rms(model: TinyGPT, idx: torch.Tensor) -> torch.Tensor:
-    """RMS of the residual stream [n_layers + 1]: after the embeddings, then after each block."""
-    return torch.stack([h.pow(2).mean().sqrt() for h in model.hidden_states(idx)])
+def ffn_grad_norms(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """‖∂loss/∂W2‖ of every block's FFN (Xiong et al. 2020, Fig. 3), first block first."""
+    return weight_grad_norms(lm_loss(model(x), y), [b.mlp.w2.weight for b in model.blocks])
 
 
 def init_grad_norms(
@@ -156,7 +85,7 @@ class TinyGPTStack(nn.Module):
             if getattr(block, name) != value:
                 raise ValueError(f"TinyGPTStack 要求 {name}={value!r}，实际为 "
                                  f"{getattr(block, name)!r}")
-        if not block.hidden:
+        if not block.ffn_width:
             raise ValueError("TinyGPTStack 要求 d_ff > 0，实际为 0")
         self.names = [name for name, _ in members[0].named_parameters()]
         stacked = [torch.stack([dict(m.named_parameters())[n].detach() for m in members])
@@ -164,6 +93,12 @@ class TinyGPTStack(nn.Module):
         self.weights = nn.ParameterList(nn.Parameter(w) for w in stacked)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.act = members[0].blocks[0].mlp.act             # 与 FeedForward 用同一个激活函数
+
+    def per_member(self, values: torch.Tensor) -> list[torch.Tensor]:
+        """``values`` [M] shaped to broadcast against each parameter (members on dim 0)."""
+        if values.shape != (len(self),):
+            raise ValueError(f"每个成员一个值：形状应为 [{len(self)}]，实际为 {list(values.shape)}")
+        return [values.to(w.dtype).view(-1, *[1] * (w.dim() - 1)) for w in self.weights]
 
     def __len__(self) -> int:
         return len(self.weights[0])
@@ -176,10 +111,10 @@ class TinyGPTStack(nn.Module):
         out = torch.baddbmm(b[:, None, :], x.flatten(1, -2), w.transpose(1, 2))
         return out.view(*x.shape[:-1], -1)
 
-    def _norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+    def _norm(self, name: str) -> Sublayer:
         gamma, beta = self._p(name + ".weight"), self._p(name + ".bias")
-        y = standardize(x, dim=-1, eps=self.config.block.eps) * gamma[:, None, None]
-        return y + beta[:, None, None]
+        eps = self.config.block.eps
+        return lambda x: standardize(x, eps=eps) * gamma[:, None, None] + beta[:, None, None]
 
     def _attn(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         m, b, t, d = x.shape
@@ -200,17 +135,14 @@ class TinyGPTStack(nn.Module):
         tok = self._p("tok.weight")
         h = tok[torch.arange(len(self))[:, None, None], idx]
         h = h + self._p("pos.weight")[:, None, :idx.shape[-1]]
-        pre = self.config.block.norm_position == "pre"
+        position = self.config.block.norm_position
         for i in range(self.config.n_layers):
             p = f"blocks.{i}."
-            if pre:
-                h = h + self._attn(self._norm(h, p + "ln_1"), p)       # x + Attn(LN₁(x))
-                h = h + self._mlp(self._norm(h, p + "ln_2"), p)        # x + FFN(LN₂(x))
-            else:
-                h = self._norm(h + self._attn(h, p), p + "ln_1")       # LN₁(x + Attn(x))
-                h = self._norm(h + self._mlp(h, p), p + "ln_2")        # LN₂(x + FFN(x))
-        if pre:
-            h = self._norm(h, "ln_f")
+            attn, mlp = partial(self._attn, prefix=p), partial(self._mlp, prefix=p)
+            h = norm_sublayer(h, attn, self._norm(p + "ln_1"), position)
+            h = norm_sublayer(h, mlp, self._norm(p + "ln_2"), position)
+        if position == "pre":
+            h = self._norm("ln_f")(h)
         return h @ tok.transpose(1, 2)[:, None]                        # 输出层与词嵌入共享
 
     def member(self, i: int) -> TinyGPT:
@@ -219,36 +151,6 @@ class TinyGPTStack(nn.Module):
         model.load_state_dict({name: w[i].detach().clone()
                                for name, w in zip(self.names, self.weights)})
         return model.eval()
-
-
-def train_stack(
-    stack: TinyGPTStack, corpus: FactsCorpus, steps: int, lrs: Sequence[float],
-    warmups: Sequence[int], seeds: Sequence[int], batch_size: int = 32,
-    seq_len: int | None = None, progress: bool = False,
-) -> torch.Tensor:
-    """Train every member as ``train_lm(member, corpus, steps, lrs[i], warmups[i], batch_size,
-    seq_len, seeds[i])`` would, all at once; returns the losses [M, steps]."""
-    check_positive_int("steps", steps)
-    m = len(stack)
-    if not len(lrs) == len(warmups) == len(seeds) == m:
-        raise ValueError(f"lrs、warmups、seeds 的长度都应为成员数 {m}，实际为 "
-                         f"{len(lrs)}、{len(warmups)}、{len(seeds)}")
-    seq_len = seq_len or stack.config.block_size
-    generators = [torch.Generator().manual_seed(s) for s in seeds]
-    params = list(stack.parameters())
-    adam = Adam(params)
-    losses = torch.empty(m, steps)
-    for step in tqdm(range(steps), disable=not progress, file=sys.stderr, mininterval=1.0):
-        xs, ys = zip(*(corpus.batch(batch_size, seq_len, g) for g in generators))
-        x, y = torch.stack(xs), torch.stack(ys)
-        logits = stack(x)
-        per_member = F.cross_entropy(logits.flatten(0, -2), y.flatten(), reduction="none")
-        per_member = per_member.view(m, -1).mean(dim=1)       # 每个成员自己的平均损失
-        grads = torch.autograd.grad(per_member.sum(), params)  # 成员之间互不相干
-        lr = torch.tensor([warmup_lr(step, lr, w) for lr, w in zip(lrs, warmups)])
-        adam.step_per_parameter(grads, [lr.view(-1, *[1] * (p.dim() - 1)) for p in params])
-        losses[:, step] = per_member.detach()
-    return losses
 
 
 @dataclass(frozen=True)
@@ -270,7 +172,8 @@ class WarmupRuns:
 def warmup_experiment(
     corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 90,
     warmup: int = 45, lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
-    batch_size: int = 16, seq_len: int = 16, progress: bool = False,
+    batch_size: int = 16, seq_len: int = 16,
+    progress: Progress | None = None,
 ) -> WarmupRuns:
     """Train Post-LN and Pre-LN TinyGPTs with Adam, each with and without a linear warm-up.
 
@@ -290,8 +193,8 @@ def warmup_experiment(
     for pos in ("post", "pre"):
         stack = TinyGPTStack([tiny_lm(corpus, n_layers, pos, s, d_model, n_heads, "xavier",
                                       seq_len) for _, s in runs])
-        curves = train_stack(stack, corpus, steps, [lr] * len(runs), [w for w, _ in runs],
-                             [s for _, s in runs], batch_size, seq_len, progress)
+        curves = train_lm(stack, corpus, steps, lr, [w for w, _ in runs], batch_size, seq_len,
+                          seed=[s for _, s in runs], progress=progress)
         for w in (0, warmup):
             rows = [i for i, (w_i, _) in enumerate(runs) if w_i == w]
             losses[pos, w] = curves[rows]
@@ -304,5 +207,6 @@ def prediction_spread(model: TinyGPT, idx: torch.Tensor) -> float:
     """How much the predicted next-token distribution varies with the input: the mean over
     the vocabulary of the standard deviation (across all positions) of the log-probabilities.
     0 means the model predicts one and the same distribution everywhere."""
-    log_p = model(idx).log_softmax(dim=-1).flatten(0, -2)
+    with evaluating(model):
+        log_p = model(idx).log_softmax(dim=-1).flatten(0, -2)
     return log_p.std(dim=0).mean().item()

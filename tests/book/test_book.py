@@ -7,7 +7,7 @@ import pytest
 import yaml
 from book_guards import stored_output_problems
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 
 

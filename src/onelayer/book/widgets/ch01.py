@@ -1,0 +1,86 @@
+"""Chapter 1 panels: the 16 detectors of “鱼” before and after the activation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from onelayer.book.plotting import new_figure, show_with_alt
+from onelayer.book.widgets.frames import frame_player
+from onelayer.data import TOKENS, sentence_ffn, sentence_x
+from onelayer.ffn import trace_ffn
+
+COLORS = {"gelu": "tab:orange", "relu": "tab:blue"}
+
+
+def detector_figure(x: torch.Tensor, activations: Sequence[str], title: str) -> Figure:
+    """Bars of x·W1 + b1 (grey) and of act(·) for each activation, for the 16 detectors."""
+    traces = {name: trace_ffn(sentence_ffn(name), x) for name in activations}
+    fig = new_figure(figsize=(6.4, 2.6))
+    ax = fig.subplots()
+    idx = np.arange(1, 17)  # 探测器从 1 数起，与正文的 h1、h2…… 一致
+    ax.bar(idx, traces[activations[0]].pre.tolist(), color="lightgray", label="激活前 x·W1+b1")
+    width = 0.8 / len(activations)
+    for k, (name, trace) in enumerate(traces.items()):
+        offset = (k - (len(activations) - 1) / 2) * width
+        ax.bar(idx + offset, trace.post.tolist(), width=width, color=COLORS[name],
+               label=name.upper())
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_ylim(-3.5, 3.5)
+    ax.set_xlabel("探测器编号 1–16（d_ff = 16）")
+    ax.set_ylabel("数值")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    return fig
+
+
+def _alt(x1: str, activations: Sequence[str]) -> str:
+    shown = "、".join(f"{name.upper()} 后（{'橙' if name == 'gelu' else '蓝'}）"
+                     for name in activations)
+    return f"柱状图：{x1}时，“鱼”的 16 个探测器激活前（灰）与 {shown}的数值。"
+
+
+def ffn_explorer() -> widgets.VBox:
+    """Edit the four numbers of x_鱼, pick ReLU or GELU, watch h, act(h) and the output."""
+    fish = sentence_x()[TOKENS.index("鱼")].tolist()
+    sliders = [
+        widgets.FloatSlider(
+            value=round(v, 2), min=-2.0, max=2.0, step=0.1, description=f"x_鱼[{i}]"
+        )
+        for i, v in enumerate(fish)
+    ]
+    act = widgets.ToggleButtons(options=["gelu", "relu"], value="gelu", description="激活函数")
+
+    def update(activation: str, **xs: float) -> None:
+        x = torch.tensor([xs[f"x{i}"] for i in range(4)])
+        t = trace_ffn(sentence_ffn(activation), x)
+        print("x·W1 + b1（前 4 个探测器）:", [round(v, 3) for v in t.pre[:4].tolist()])
+        print(f"{activation}(·)（前 4 个探测器）:", [round(v, 3) for v in t.post[:4].tolist()])
+        print("FFN 输出 [4]:", [round(v, 3) for v in t.out.tolist()])
+        fig = detector_figure(x, [activation], "“鱼”的 16 个探测器：激活前后")
+        show_with_alt(fig, _alt("当前输入", [activation]))
+
+    out = widgets.interactive_output(
+        update, {"activation": act, **{f"x{i}": s for i, s in enumerate(sliders)}}
+    )
+    return widgets.VBox([widgets.HBox([widgets.VBox(sliders), act]), out])
+
+
+def fish_frames() -> widgets.VBox:
+    """Without a kernel: slide x_鱼[1] and watch detector 2 switch on under ReLU."""
+    fish = sentence_x()[TOKENS.index("鱼")]
+    values = [round(-2.0 + 0.5 * i, 1) for i in range(9)]
+
+    def draw(x1: float) -> Figure:
+        x = fish.clone()
+        x[1] = x1
+        return detector_figure(x, ["gelu", "relu"], f"x_鱼[1] = {x1:g}：16 个探测器激活前后")
+
+    def alt(x1: float) -> str:
+        return _alt(f"x_鱼[1] = {x1:g} ", ["gelu", "relu"])
+
+    return frame_player(draw, values, "x_鱼[1]", alt, start=values.index(-0.5))

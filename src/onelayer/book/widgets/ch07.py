@@ -1,0 +1,71 @@
+"""Chapter 7 panels: the trained tiny GPT's next-token distribution, and sampling from it."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import torch
+from matplotlib.figure import Figure
+
+from onelayer.book.plotting import new_figure, show_with_alt
+from onelayer.book.widgets.frames import frame_player
+from onelayer.data import FactsCorpus
+from onelayer.model import TinyGPT
+from onelayer.probes import evaluating
+
+
+def _next_token_figure(model: TinyGPT, corpus: FactsCorpus, prompt: str, temperature: float,
+                       top: int = 10) -> Figure:
+    """Bar chart of the most likely next tokens after ``prompt`` at ``temperature``."""
+    with torch.no_grad(), evaluating(model):
+        logits = model(torch.tensor(corpus.encode(prompt)))[-1]
+    probs = (logits / temperature).softmax(-1)
+    best = probs.topk(top)
+    labels = [corpus.vocab[i] for i in best.indices.tolist()]
+    truth = corpus.facts.get((prompt[-2], prompt[-1])) if len(prompt) >= 2 else None
+    colors = ["tab:orange" if c == truth else "tab:blue" for c in labels]
+    fig = new_figure(figsize=(6.4, 2.6))
+    ax = fig.subplots()
+    ax.bar(range(top), best.values.tolist(), color=colors)
+    ax.set_xticks(range(top), labels)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("概率")
+    ax.set_title(f"“{prompt}”之后的下一个字，温度 τ = {temperature:g}（橙色：表里的事实）")
+    return fig
+
+
+def temperature_frames(model: TinyGPT, corpus: FactsCorpus, prompt: str) -> widgets.VBox:
+    """Chapter 7, without a kernel: the next-token distribution as the temperature changes."""
+    values = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0]
+
+    def alt(t: float) -> str:
+        return (f"柱状图：提示“{prompt}”之后概率最高的 10 个字在温度 {t:g} 下的概率；"
+                "温度越低，概率越集中在第一名上，温度越高越平。")
+
+    return frame_player(lambda t: _next_token_figure(model, corpus, prompt, t), values,
+                        "温度 τ", alt, start=values.index(1.0))
+
+
+def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
+    """Type a prompt, pick temperature, top-k and a seed; see a sample and the distribution."""
+    prompt = widgets.Text(value="猫吃", description="提示")
+    temperature = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05,
+                                         description="温度 τ")
+    top_k = widgets.IntSlider(value=len(corpus.vocab), min=1, max=len(corpus.vocab),
+                              description="top-k")
+    seed = widgets.IntSlider(value=0, min=0, max=20, description="随机种子")
+
+    def update(prompt: str, temperature: float, top_k: int, seed: int) -> None:
+        try:
+            ids = model.generate(corpus.encode(prompt), 12, temperature, top_k,
+                                 torch.Generator().manual_seed(seed))
+        except ValueError as err:
+            print("ValueError:", err)
+            return
+        print("生成：", corpus.decode(ids))
+        fig = _next_token_figure(model, corpus, prompt, temperature)
+        show_with_alt(fig, f"柱状图：提示“{prompt}”之后概率最高的 10 个字，"
+                           f"温度 {temperature:.2g}。")
+
+    out = widgets.interactive_output(
+        update, {"prompt": prompt, "temperature": temperature, "top_k": top_k, "seed": seed})
+    return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])

@@ -1,0 +1,162 @@
+"""Training: one optimiser (Adam, written out; plain gradient descent beside it) and two
+loops — full-batch (``fit``) and language-model batches (``train_lm``).
+
+Randomness is explicit: models are built inside ``seeded(seed)`` and batches come from a
+``torch.Generator`` made from a seed, so no function here moves the global random state.
+Both loops also train a *stack* of models (chapters 3 and 5 keep one in
+``onelayer.chapters``): one loss per member, summed for the gradient — members share no
+parameter, so each gets exactly its own gradient — and one learning rate per member.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from onelayer.checks import check_choice, check_positive_int
+from onelayer.data import FactsCorpus
+from onelayer.model import lm_loss
+
+LearningRate = float | Sequence[torch.Tensor]  # one number, or one tensor per parameter
+Progress = Callable[[Iterable[int]], Iterable[int]]  # wraps the steps, e.g. a progress bar
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Inside the ``with`` block the global generator starts from ``seed`` (so a model built
+    there depends only on the seed); afterwards the global random state is as before."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+class GradientDescent:
+    """θ ← θ − lr·∂L/∂θ."""
+
+    def __init__(self, params: Sequence[torch.Tensor]) -> None:
+        self.params = list(params)
+
+    @torch.no_grad()
+    def step(self, grads: Sequence[torch.Tensor], lr: LearningRate) -> None:
+        torch._foreach_sub_(self.params, torch._foreach_mul(grads, lr))
+
+
+class Adam:
+    """torch.optim.Adam's update with its default settings, written out (a test checks it).
+
+    Writing it out avoids torch.optim, whose first use costs a notebook seconds of imports,
+    and lets a stack of models have one learning rate per member.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8) -> None:
+        self.params = list(params)
+        self.m = [torch.zeros_like(p) for p in self.params]  # 一阶矩：梯度的滑动平均
+        self.v = [torch.zeros_like(p) for p in self.params]  # 二阶矩：梯度平方的滑动平均
+        self.betas, self.eps, self.t = betas, eps, 0
+
+    @torch.no_grad()
+    def step(self, grads: Sequence[torch.Tensor], lr: LearningRate) -> None:
+        """θ ← θ − lr·(m / (1−β1^t)) / (√(v / (1−β2^t)) + ε); ``lr`` is a number or one
+        tensor per parameter (broadcast against it)."""
+        beta1, beta2 = self.betas
+        self.t += 1
+        torch._foreach_lerp_(self.m, grads, 1 - beta1)  # m ← β1·m + (1−β1)·g
+        torch._foreach_mul_(self.v, beta2)
+        torch._foreach_addcmul_(self.v, grads, grads, value=1 - beta2)  # v ← β2·v + (1−β2)·g²
+        denom = torch._foreach_sqrt(self.v)
+        torch._foreach_div_(denom, math.sqrt(1 - beta2**self.t))
+        torch._foreach_add_(denom, self.eps)  # √(v / (1−β2^t)) + ε
+        correction = 1 - beta1**self.t
+        if isinstance(lr, (int, float)):
+            torch._foreach_addcdiv_(self.params, self.m, denom, value=-lr / correction)
+        else:
+            step = torch._foreach_div(self.m, denom)
+            torch._foreach_mul_(step, lr)
+            torch._foreach_add_(self.params, step, alpha=-1 / correction)
+
+
+OPTIMIZERS = {"adam": Adam, "sgd": GradientDescent}
+
+
+def _learning_rate(model: nn.Module, lr: float | torch.Tensor) -> LearningRate:
+    """A number, or for a stack of models one tensor per parameter from lr [members]."""
+    if isinstance(lr, torch.Tensor):
+        if not hasattr(model, "per_member"):
+            raise ValueError(f"按成员给学习率只适用于一叠模型，实际模型为 {type(model).__name__}")
+        if not bool((lr > 0).all()):
+            raise ValueError(f"lr 应为正数，实际为 {lr.tolist()}")
+        return model.per_member(lr)
+    if not lr > 0:
+        raise ValueError(f"lr 应为正数，实际为 {lr!r}")
+    return lr
+
+
+def fit(model: nn.Module, loss_fn: Callable[[nn.Module], torch.Tensor], steps: int,
+        lr: float | torch.Tensor, optimizer: str = "adam") -> torch.Tensor:
+    """Full-batch training: ``steps`` times, loss = loss_fn(model), one optimiser step.
+
+    ``loss_fn`` returns one loss, or one per member of a stack (their sum is minimised, and
+    ``lr`` may be a tensor [members]). Returns the loss before each step: [steps, ...].
+    """
+    check_positive_int("steps", steps)
+    params = [p for p in model.parameters() if p.requires_grad]
+    step_lr = _learning_rate(model, lr)
+    opt = OPTIMIZERS[check_choice("optimizer", optimizer, OPTIMIZERS)](params)
+    history = []
+    for _ in range(steps):
+        loss = loss_fn(model)
+        opt.step(torch.autograd.grad(loss.sum(), params), step_lr)
+        history.append(loss.detach())
+    return torch.stack(history)
+
+
+def warmup_lr(step: int, lr: float, warmup: int) -> float:
+    """Linear learning-rate warm-up from lr/warmup to lr over ``warmup`` steps, then constant."""
+    return lr * min(1.0, (step + 1) / warmup) if warmup else lr
+
+
+def _per_member(name: str, value: object, n: int) -> list:
+    values = list(value) if isinstance(value, Sequence) else [value] * n
+    if len(values) != n:
+        raise ValueError(f"{name} 应有 {n} 个值（每个成员一个），实际为 {len(values)} 个")
+    return values
+
+
+def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3,
+             warmup: int = 0, batch_size: int = 32, seq_len: int | None = None,
+             seed: int | Sequence[int] = 0, progress: Progress | None = None) -> torch.Tensor:
+    """Train a language model on random batches of ``corpus`` with Adam; returns the loss
+    per step, [steps] (or [members, steps] for a stack).
+
+    ``warmup`` > 0 ramps the learning rate up linearly over that many steps. The batches
+    depend only on ``seed``, so two models trained with the same seed see the same data.
+    For a stack of models ``seed`` is a list (one per member, each with its own batches),
+    and ``lr`` and ``warmup`` may be lists too. ``progress`` wraps the range of steps
+    (e.g. the book's progress bar).
+    """
+    check_positive_int("steps", steps)
+    stacked = isinstance(seed, Sequence)
+    seeds = list(seed) if stacked else [seed]
+    lrs, warmups = (_per_member(n, v, len(seeds)) for n, v in (("lr", lr), ("warmup", warmup)))
+    if any(not (isinstance(w, int) and w >= 0) for w in warmups):
+        raise ValueError(f"warmup 应为非负整数，实际为 {warmup!r}")
+    seq_len = seq_len or model.config.block_size
+    generators = [torch.Generator().manual_seed(s) for s in seeds]
+    params = [p for p in model.parameters() if p.requires_grad]
+    adam = Adam(params)
+    model.train()
+    losses = torch.empty(len(seeds), steps)
+    for step in (progress or iter)(range(steps)):
+        batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
+        x, y = (torch.stack(t) for t in zip(*batches)) if stacked else batches[0]
+        loss = lm_loss(model(x), y)
+        step_lrs = [warmup_lr(step, r, w) for r, w in zip(lrs, warmups)]
+        step_lr = _learning_rate(model, torch.tensor(step_lrs)) if stacked else step_lrs[0]
+        adam.step(torch.autograd.grad(loss.sum(), params), step_lr)
+        losses[:, step] = loss.detach()
+    return losses if stacked else losses[0]

@@ -1,0 +1,143 @@
+"""Chapter 3's experiments: gradients with and without shortcuts, the degradation sweep."""
+
+import pytest
+import torch
+
+from onelayer import DeepMLP
+from onelayer.chapters.ch03_residual import (
+    VARIANTS,
+    MLPEnsemble,
+    bce_loss,
+    degradation_sweep,
+    error_rate,
+    layer_grad_norms,
+    seeded_mlp,
+)
+from onelayer.data import two_spirals
+from onelayer.train import fit
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny matrices: threads cost more than they save (and the notebooks use one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def bce(x, y):
+    return lambda model: bce_loss(model(x), y)
+
+
+def test_same_seed_gives_plain_and_residual_the_same_weights():
+    plain, residual = seeded_mlp("plain", 4, seed=7), seeded_mlp("residual", 4, seed=7)
+    for p, q in zip(plain.parameters(), residual.parameters()):
+        assert torch.equal(p, q)
+    x = torch.randn(5, 2)
+    assert not torch.allclose(plain(x), residual(x))
+
+
+def test_layer_grad_norms_match_backward():
+    torch.manual_seed(8)
+    x, y = two_spirals(64)
+    net = DeepMLP(5, d_model=8)
+    norms = layer_grad_norms(net, x, y)
+    assert all(f.w1.weight.grad is None for f in net.layers)
+    bce_loss(net(x), y).backward()
+    expected = torch.stack([f.w1.weight.grad.double().norm() for f in net.layers])
+    assert torch.allclose(norms, expected)
+
+
+def test_gradients_vanish_without_shortcuts_but_not_with_them():
+    x, y = two_spirals(128)
+    plain = layer_grad_norms(seeded_mlp("plain", 16, seed=0), x, y)
+    residual = layer_grad_norms(seeded_mlp("residual", 16, seed=0), x, y)
+    assert plain[0] / plain[-1] < 1e-6
+    assert residual[0] / residual[-1] > 0.1
+
+
+def test_error_rate_and_loss_shapes():
+    y = torch.tensor([0.0, 1.0, 1.0, 0.0])
+    logits = torch.tensor([[-1.0], [2.0], [-3.0], [0.5]])
+    assert error_rate(logits, y).item() == 0.5
+    assert bce_loss(logits, y).shape == ()
+    assert bce_loss(torch.stack([logits, logits]), y).shape == (2,)
+
+
+def test_ensemble_matches_its_members_before_and_after_training():
+    x, y = two_spirals(64)
+    members = [seeded_mlp(v, 4, s, d_model=8) for v in VARIANTS for s in (0, 1)]
+    ensemble = MLPEnsemble(members)
+    with torch.no_grad():
+        out = ensemble(x)
+        for i, member in enumerate(members):
+            assert torch.allclose(out[i], member(x), atol=1e-6)
+            assert torch.allclose(ensemble.member(i)(x), member(x), atol=1e-6)
+    fit(ensemble, bce(x, y), steps=10, lr=5e-3)
+    for i, member in enumerate(members):
+        fit(member, bce(x, y), steps=10, lr=5e-3)
+        for p, q in zip(ensemble.member(i).parameters(), member.parameters()):
+            assert torch.allclose(p, q, atol=1e-5)
+
+
+def test_ensemble_with_one_learning_rate_per_member():
+    x, y = two_spirals(64)
+    members = [seeded_mlp("residual", 3, s, d_model=8) for s in (0, 1, 2)]
+    lrs = torch.tensor([1e-3, 5e-3, 2e-2])
+    ensemble = MLPEnsemble(members)
+    fit(ensemble, bce(x, y), steps=10, lr=lrs)
+    for i, member in enumerate(members):
+        fit(member, bce(x, y), steps=10, lr=lrs[i].item())
+        for p, q in zip(ensemble.member(i).parameters(), member.parameters()):
+            assert torch.allclose(p, q, atol=1e-5)
+    with pytest.raises(ValueError, match="形状应为 \\[3\\]"):
+        fit(ensemble, bce(x, y), steps=1, lr=torch.tensor([1e-3, 1e-3]))
+    with pytest.raises(ValueError, match="只适用于一叠模型"):
+        fit(members[0], bce(x, y), steps=1, lr=lrs)
+
+
+def test_ensemble_rejects_members_of_different_shapes():
+    with pytest.raises(ValueError, match="n_layers, d_model, d_ff, d_in"):
+        MLPEnsemble([DeepMLP(2), DeepMLP(3)])
+
+
+def test_member_does_not_consume_the_global_random_state():
+    ensemble = MLPEnsemble([DeepMLP(2), DeepMLP(2)])
+    torch.manual_seed(10)
+    ensemble.member(1)
+    after = torch.rand(1)
+    torch.manual_seed(10)
+    assert torch.equal(after, torch.rand(1))
+
+
+def test_sweep_shows_degradation_without_shortcuts():
+    x, y = two_spirals(128)
+    result = degradation_sweep(x, y, depths=(2, 16), seeds=(0,), variants=("residual", "plain"),
+                               steps=150)
+    assert result.error.shape == (2, 1, 2, 1) and result.history.shape == (2, 150, 2, 1, 1)
+    residual_deep, plain_deep = result.error[0, 0, 1, 0], result.error[1, 0, 1, 0]
+    assert plain_deep > 0.3 and residual_deep < 0.05
+    net = result.network("plain", 16, 0)
+    with torch.no_grad():
+        assert error_rate(net(x), y) == plain_deep
+
+
+def test_sweep_over_learning_rates_indexes_members_consistently():
+    x, y = two_spirals(64)
+    result = degradation_sweep(x, y, depths=(3,), seeds=(0, 1), variants=("residual", "plain"),
+                               lrs=(1e-3, 1e-2), steps=5)
+    assert result.error.shape == (2, 2, 1, 2)
+    for v, variant in enumerate(result.variants):
+        for r, lr in enumerate(result.lrs):
+            for s, seed in enumerate(result.seeds):
+                net = result.network(variant, 3, seed, lr=lr)
+                assert net.shortcut == (variant == "residual")
+                with torch.no_grad():
+                    loss = bce_loss(net(x), y)
+                assert torch.isclose(loss, result.loss[v, r, 0, s], atol=1e-6)
+
+
+def test_seeded_mlp_rejects_an_unknown_variant():
+    with pytest.raises(ValueError, match="variant 应为"):
+        seeded_mlp("deep", 2, 0)

@@ -1,0 +1,118 @@
+"""TinyGPT against transformers' GPT-2, and its argument checks (onelayer.model)."""
+
+import math
+
+import pytest
+import torch
+
+from onelayer import reference
+from onelayer.block import BlockConfig
+from onelayer.model import GPTConfig, TinyGPT, gpt2_residual_std, lm_loss
+
+
+def tiny(norm_position="pre", d_ff=None, n_layers=2, init="gpt2"):
+    torch.manual_seed(0)
+    block = BlockConfig(d_model=16, n_heads=2, d_ff=d_ff, norm_position=norm_position)
+    return TinyGPT(GPTConfig(vocab_size=11, block_size=8, n_layers=n_layers, block=block,
+                             init=init))
+
+
+def test_logits_match_transformers_gpt2_lm_head_model():
+    pytest.importorskip("transformers")
+    model = tiny().eval()
+    with torch.no_grad():  # move every weight away from its init, so nothing matches by luck
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape) * 0.1)
+    peer = reference.gpt2_lm_head_model(model)
+    idx = torch.randint(0, 11, (3, 8))
+    with torch.no_grad():
+        assert (model(idx) - peer(idx).logits).abs().max().item() < 1e-5
+
+
+def test_head_is_tied_and_post_norm_has_no_final_norm():
+    pre, post = tiny("pre"), tiny("post")
+    assert not isinstance(pre.ln_f, torch.nn.Identity)
+    assert isinstance(post.ln_f, torch.nn.Identity)
+    assert pre.tok.weight.grad is None
+    lm_loss(pre(torch.tensor([[1, 2, 3]])), torch.tensor([[2, 3, 4]])).backward()
+    assert pre.tok.weight.grad[5].abs().sum() > 0  # never an input: only the head reaches it
+
+
+def test_initial_loss_is_about_log_vocab():
+    model = tiny()
+    idx, targets = torch.randint(0, 11, (2, 64, 8))
+    assert abs(lm_loss(model(idx), targets).item() - math.log(11)) < 0.05
+
+
+def test_causal_model_ignores_the_future():
+    model = tiny().eval()
+    a, b = torch.tensor([1, 2, 3, 4]), torch.tensor([1, 2, 3, 9])
+    with torch.no_grad():
+        assert torch.allclose(model(a)[:3], model(b)[:3])
+
+
+@pytest.mark.parametrize(("idx", "message"), [
+    (torch.tensor([1.0, 2.0]), "int64"),
+    (torch.tensor([1, 11]), r"\[0, 11\)"),
+    (torch.zeros(9, dtype=torch.long), "block_size=8"),
+])
+def test_bad_tokens_raise_value_error(idx, message):
+    with pytest.raises(ValueError, match=message):
+        tiny()(idx)
+
+
+def test_generate_checks_its_arguments_and_is_reproducible():
+    model = tiny()
+    with pytest.raises(ValueError, match="提示不能为空"):
+        model.generate([], 3)
+    with pytest.raises(ValueError, match="block_size=8，实际为 9"):
+        model.generate([1] * 9, 3)
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate([1], 3, temperature=0)
+    with pytest.raises(ValueError, match="top_k"):
+        model.generate([1], 3, top_k=12)
+    out = model.generate([1, 2], 10, generator=torch.Generator().manual_seed(0))
+    again = model.generate([1, 2], 10, generator=torch.Generator().manual_seed(0))
+    assert out == again and len(out) == 12 and out[:2] == [1, 2]
+    greedy = model.generate([1, 2], 1, top_k=1)
+    with torch.no_grad():
+        assert greedy[-1] == model(torch.tensor([1, 2]))[-1].argmax().item()
+
+
+def test_bad_model_configs_raise_value_error():
+    with pytest.raises(ValueError, match="vocab_size 应为正整数"):
+        GPTConfig(vocab_size=0, block_size=8)
+    with pytest.raises(ValueError, match="init 应为"):
+        GPTConfig(vocab_size=5, block_size=8, init="kaiming")
+    with pytest.raises(ValueError, match="block 应为 BlockConfig"):
+        GPTConfig(vocab_size=5, block_size=8, block={"d_model": 8})
+
+
+@pytest.mark.parametrize("n_layer", [2, 12])
+def test_gpt2_scaled_init_matches_transformers(n_layer):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=n_layer, n_embd=64, n_head=4, vocab_size=16,
+                                     n_positions=8)
+    torch.manual_seed(3)
+    model = transformers.GPT2Model(config)
+    expected = gpt2_residual_std(n_layer)
+    assert expected == pytest.approx(0.02 / math.sqrt(2 * n_layer))
+    for block in model.h:
+        for proj in (block.attn.c_proj, block.mlp.c_proj):
+            assert proj.weight.std().item() == pytest.approx(expected, rel=0.05)
+        assert block.mlp.c_fc.weight.std().item() == pytest.approx(0.02, rel=0.05)
+
+
+def test_lm_loss_keeps_one_value_per_member_of_a_stack():
+    logits, targets = torch.randn(3, 2, 5, 11), torch.randint(0, 11, (3, 2, 5))
+    per_member = lm_loss(logits, targets)
+    assert per_member.shape == (3,)
+    for i in range(3):
+        assert torch.allclose(per_member[i], lm_loss(logits[i], targets[i]))
+    with pytest.raises(ValueError, match="targets 为"):
+        lm_loss(logits, targets[..., :4])
+
+
+def test_gpt2_residual_std_checks_its_argument():
+    with pytest.raises(ValueError, match="n_layer 应为正整数"):
+        gpt2_residual_std(0)

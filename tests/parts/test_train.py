@@ -1,0 +1,98 @@
+"""One optimiser, two loops (onelayer.train)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from onelayer import DeepMLP, FeedForward
+from onelayer.block import BlockConfig
+from onelayer.chapters.ch07_tiny_gpt import fact_recall
+from onelayer.data import facts_corpus
+from onelayer.model import GPTConfig, TinyGPT
+from onelayer.train import fit, seeded, train_lm, warmup_lr
+
+
+def mse(x, y):
+    return lambda model: F.mse_loss(model(x), y)
+
+
+def test_fit_with_adam_matches_torch_optim_adam():
+    torch.manual_seed(9)
+    x, y = torch.randn(64, 2), torch.randn(64, 1)
+    ours = DeepMLP(3, d_model=8)
+    theirs = DeepMLP(3, d_model=8)
+    theirs.load_state_dict(ours.state_dict())
+    history = fit(ours, mse(x, y), steps=25, lr=1e-2)
+    optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-2)
+    for _ in range(25):
+        optimizer.zero_grad()
+        F.mse_loss(theirs(x), y).backward()
+        optimizer.step()
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        assert torch.allclose(p, q, atol=1e-5)
+    assert history.shape == (25,) and history[-1] < history[0]
+
+
+def test_fit_with_gradient_descent_matches_torch_optim_sgd():
+    torch.manual_seed(10)
+    x, y = torch.randn(32, 4), torch.randn(32, 4)
+    ours, theirs = FeedForward(4, 8), FeedForward(4, 8)
+    theirs.load_state_dict(ours.state_dict())
+    fit(ours, mse(x, y), steps=5, lr=0.1, optimizer="sgd")
+    optimizer = torch.optim.SGD(theirs.parameters(), lr=0.1)
+    for _ in range(5):
+        optimizer.zero_grad()
+        F.mse_loss(theirs(x), y).backward()
+        optimizer.step()
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"lr": 0.0}, "lr 应为正数"),
+    ({"lr": torch.tensor([1e-3, 1e-3])}, "只适用于一叠模型"),
+    ({"optimizer": "lion"}, "optimizer 应为"),
+    ({"steps": 0}, "steps 应为正整数"),
+])
+def test_fit_rejects_bad_arguments(kwargs, message):
+    args = {"steps": 1, "lr": 1e-3, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        fit(FeedForward(2, 4), mse(torch.zeros(1, 2), torch.zeros(1, 2)), **args)
+
+
+def test_seeded_builds_the_same_model_and_leaves_the_global_state_alone():
+    torch.manual_seed(5)
+    expected = torch.rand(1)
+    torch.manual_seed(5)
+    with seeded(3):
+        a = FeedForward(4, 8)
+    with seeded(3):
+        b = FeedForward(4, 8)
+    assert torch.equal(torch.rand(1), expected)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_warmup_ramps_linearly():
+    assert [warmup_lr(s, 1.0, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    assert warmup_lr(0, 1.0, 0) == 1.0
+
+
+def test_training_learns_the_facts():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    torch.manual_seed(0)
+    block = BlockConfig(d_model=32, n_heads=2)
+    model = TinyGPT(GPTConfig(len(corpus.vocab), 12, n_layers=1, block=block))
+    before = fact_recall(model, corpus)
+    losses = train_lm(model, corpus, steps=150, lr=3e-3, batch_size=16)
+    assert losses[-10:].mean() < corpus.best_loss() + 0.1 < losses[0]
+    assert fact_recall(model, corpus) == 1.0 > before
+
+
+def test_train_lm_rejects_bad_warmups_and_member_counts():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    with seeded(0):
+        model = TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, BlockConfig(d_model=8, n_heads=2)))
+    with pytest.raises(ValueError, match="warmup 应为非负整数"):
+        train_lm(model, corpus, 2, warmup=-1)
+    with pytest.raises(ValueError, match="lr 应有 2 个值"):
+        train_lm(model, corpus, 2, lr=[1e-3], seed=[0, 1])
