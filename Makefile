@@ -29,6 +29,7 @@ notebooks: $(INSTALLED)
 
 bench: $(INSTALLED) $(ASSETS)
 	$(BIN)/python tools/bench_model.py
+	$(BIN)/python -W ignore tools/bench_ensembles.py
 	$(BIN)/python tools/bench.py --full
 
 lint: $(INSTALLED)

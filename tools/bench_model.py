@@ -16,10 +16,11 @@ from dataclasses import replace
 import torch
 
 from onelayer.block import BlockConfig
+from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config
 from onelayer.data import FactsCorpus, facts_corpus
-from onelayer.experiments import FACTS_BATCH, facts_gpt_config, train_lm
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.reference import gpt2_lm_head_model
+from onelayer.train import train_lm
 
 
 def step_timer(forward, params, x, y, steps: int = 10):

@@ -16,6 +16,13 @@ def mse(x, y):
     return lambda model: F.mse_loss(model(x), y)
 
 
+def train_with_torch(model, optimizer, loss_fn, steps):
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss_fn(model).backward()
+        optimizer.step()
+
+
 def test_fit_with_adam_matches_torch_optim_adam():
     torch.manual_seed(9)
     x, y = torch.randn(64, 2), torch.randn(64, 1)
@@ -23,11 +30,7 @@ def test_fit_with_adam_matches_torch_optim_adam():
     theirs = DeepMLP(3, d_model=8)
     theirs.load_state_dict(ours.state_dict())
     history = fit(ours, mse(x, y), steps=25, lr=1e-2)
-    optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-2)
-    for _ in range(25):
-        optimizer.zero_grad()
-        F.mse_loss(theirs(x), y).backward()
-        optimizer.step()
+    train_with_torch(theirs, torch.optim.Adam(theirs.parameters(), lr=1e-2), mse(x, y), 25)
     for p, q in zip(ours.parameters(), theirs.parameters()):
         assert torch.allclose(p, q, atol=1e-5)
     assert history.shape == (25,) and history[-1] < history[0]
@@ -39,11 +42,7 @@ def test_fit_with_gradient_descent_matches_torch_optim_sgd():
     ours, theirs = FeedForward(4, 8), FeedForward(4, 8)
     theirs.load_state_dict(ours.state_dict())
     fit(ours, mse(x, y), steps=5, lr=0.1, optimizer="sgd")
-    optimizer = torch.optim.SGD(theirs.parameters(), lr=0.1)
-    for _ in range(5):
-        optimizer.zero_grad()
-        F.mse_loss(theirs(x), y).backward()
-        optimizer.step()
+    train_with_torch(theirs, torch.optim.SGD(theirs.parameters(), lr=0.1), mse(x, y), 5)
     for p, q in zip(ours.parameters(), theirs.parameters()):
         assert torch.allclose(p, q, atol=1e-6)
 
