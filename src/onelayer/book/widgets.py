@@ -17,13 +17,13 @@ from matplotlib.figure import Figure
 
 from onelayer.activations import ACTIVATIONS, value_and_grad
 from onelayer.block import BlockConfig, TransformerBlock
+from onelayer.book.plotting import figure_html, show_with_alt
 from onelayer.data import TOKENS, FactsCorpus, sentence_ffn, sentence_x, two_spirals
 from onelayer.ffn import trace_ffn
 from onelayer.model import TinyGPT
 from onelayer.norm_position import init_grad_norms
 from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
 from onelayer.params import block_flops, block_parameter_breakdown
-from onelayer.book.plotting import figure_html, show_with_alt
 from onelayer.residual import DeepMLP, block_grad_norms
 
 
