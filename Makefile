@@ -40,8 +40,9 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-$(ASSETS): package.json package-lock.json
-	npm ci --no-audit --no-fund --ignore-scripts
+# tools/npm: the machine's npm, or the Node.js from requirements.txt in .venv where it has none.
+$(ASSETS): package.json package-lock.json | $(INSTALLED)
+	tools/npm ci --no-audit --no-fund --ignore-scripts
 
 clean:
 	rm -rf _build
