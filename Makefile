@@ -18,6 +18,9 @@ test: $(INSTALLED) $(ASSETS)
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser"
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/pytest tests -m browser
+	@if [ "$$CI" != true ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then \
+		echo "没有 Chromium，浏览器测试跳过了：sudo apt-get install chromium 之后再运行 make test 即可加上它们"; \
+	fi
 
 lab: $(INSTALLED)
 	$(BIN)/jupyter lab chapters
@@ -41,8 +44,9 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-$(ASSETS): package.json package-lock.json
-	npm ci --no-audit --no-fund --ignore-scripts
+# tools/npm: the machine's npm, or the Node.js from requirements.txt in .venv where it has none.
+$(ASSETS): package.json package-lock.json | $(INSTALLED)
+	tools/npm ci --no-audit --no-fund --ignore-scripts
 
 clean:
 	rm -rf _build

@@ -20,7 +20,7 @@ def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
 
     Seeds Python, NumPy and PyTorch; fixes the thread count (results and speed do not
     depend on the machine's core count); prints tensors at ``precision`` decimals; sets
-    the figure style with a CJK font when one is installed.
+    the figure style with the packaged CJK font (``onelayer.book.plotting``).
     """
     random.seed(seed)
     np.random.seed(seed)
