@@ -11,6 +11,7 @@ parameter, so each gets exactly its own gradient — and one learning rate per m
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -23,6 +24,25 @@ from onelayer.model import lm_loss
 
 LearningRate = float | Sequence[torch.Tensor]  # one number, or one tensor per parameter
 Progress = Callable[[Iterable[int]], Iterable[int]]  # wraps the steps, e.g. a progress bar
+
+
+SEED_OFFSET_VARIABLE = "ONELAYER_SEED_OFFSET"
+
+
+def seed_offset() -> int:
+    """The environment's ``ONELAYER_SEED_OFFSET`` (0 when unset): every experiment's seeds
+    are shifted by it, so a claim can be re-checked on seeds nobody has looked at."""
+    raw = os.environ.get(SEED_OFFSET_VARIABLE, "0").strip() or "0"
+    if not raw.isdigit():
+        raise ValueError(f"{SEED_OFFSET_VARIABLE} 应为非负整数，实际为 {raw!r}")
+    return int(raw)
+
+
+def experiment_seeds(n: int) -> tuple[int, ...]:
+    """The seeds of an experiment with ``n`` runs: offset, offset + 1, …, offset + n − 1."""
+    check_positive_int("n", n)
+    offset = seed_offset()
+    return tuple(range(offset, offset + n))
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from onelayer.block import BlockConfig
 from onelayer.chapters.ch07_tiny_gpt import fact_recall
 from onelayer.data import facts_corpus
 from onelayer.model import GPTConfig, TinyGPT
-from onelayer.train import fit, seeded, train_lm, warmup_lr
+from onelayer.train import experiment_seeds, fit, seeded, train_lm, warmup_lr
 
 
 def mse(x, y):
@@ -95,3 +95,14 @@ def test_train_lm_rejects_bad_warmups_and_member_counts():
         train_lm(model, corpus, 2, warmup=-1)
     with pytest.raises(ValueError, match="lr 应有 2 个值"):
         train_lm(model, corpus, 2, lr=[1e-3], seed=[0, 1])
+
+
+def test_experiment_seeds_follow_the_offset(monkeypatch):
+    monkeypatch.delenv("ONELAYER_SEED_OFFSET", raising=False)
+    assert experiment_seeds(3) == (0, 1, 2)
+    monkeypatch.setenv("ONELAYER_SEED_OFFSET", "40")
+    assert experiment_seeds(2) == (40, 41)
+    for bad in ("-1", "x", "1.5"):
+        monkeypatch.setenv("ONELAYER_SEED_OFFSET", bad)
+        with pytest.raises(ValueError, match="ONELAYER_SEED_OFFSET 应为非负整数"):
+            experiment_seeds(2)
