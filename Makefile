@@ -15,7 +15,7 @@ book: $(INSTALLED) $(ASSETS)
 test: $(INSTALLED) $(ASSETS)
 	$(BIN)/ruff check .
 	$(BIN)/pytest tests --nbval chapters --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser"
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser" -n 2 --dist loadfile
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/pytest tests -m browser
 	@if [ "$$CI" != true ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then \

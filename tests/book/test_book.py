@@ -76,3 +76,39 @@ def test_config_keeps_the_book_offline():
     assert all("://" not in url for url in sphinx["nb_ipywidgets_js"])
     assert not (ROOT / "_static").exists(), "_static/ 中的每个 .js 都会被注入每一页"
     assert config["execute"]["execute_notebooks"] == "off"
+
+
+def code_cells(path: Path) -> list[dict]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_experiment_cells_assert_their_claims_and_are_not_compared(path):
+    """A cell tagged ``experiment`` (something trained or sampled) is not compared digit by
+    digit, and it or the code cell right after it (its results) asserts something."""
+    cells = code_cells(path)
+    for i, cell in enumerate(cells):
+        tags = cell["metadata"].get("tags", [])
+        if "experiment" not in tags:
+            continue
+        source = "".join(cell["source"])
+        assert "nbval-ignore-output" in tags, f"实验单元的输出不应逐字比对: {source[:60]}"
+        results = "".join(cells[i + 1]["source"]) if i + 1 < len(cells) else ""
+        assert "assert " in source or "assert " in results, f"实验没有 assert: {source[:60]}"
+
+
+def test_experiment_guard_catches_a_claim_without_assert(tmp_path):
+    def cell(source, tags=()):
+        return {"cell_type": "code", "source": source, "execution_count": 1, "outputs": [],
+                "metadata": {"tags": list(tags)}}
+
+    nb = {"cells": [cell("loss = train()", ["experiment", "nbval-ignore-output"]),
+                    cell("print(loss)")], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "bad.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    with pytest.raises(AssertionError, match="实验没有 assert"):
+        test_experiment_cells_assert_their_claims_and_are_not_compared(path)
+    nb["cells"][1]["source"] = "assert loss < 1"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    test_experiment_cells_assert_their_claims_and_are_not_compared(path)
