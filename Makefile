@@ -22,7 +22,9 @@ test: $(INSTALLED) $(ASSETS)
 		echo "没有 Chromium，浏览器测试跳过了：sudo apt-get install chromium 之后再运行 make test 即可加上它们"; \
 	fi
 
+# The chapters are the project's own: trust them, so Lab draws their saved panels on opening.
 lab: $(INSTALLED)
+	$(BIN)/jupyter trust $(NOTEBOOKS)
 	$(BIN)/jupyter lab chapters
 
 notebooks: $(INSTALLED)
