@@ -200,15 +200,19 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         assert page.locator(".jp-Notebook details.myst-admonition[open]").count() == 0
         assert not answers.first.locator(".myst-admonition-body").is_visible()
 
-        # Run All, as a reader does from the menu.
+        # Run All, as a reader does from the menu, once the kernel is up and the notebook is
+        # the current widget (the menu item is disabled until then).
+        idle = page.locator(".jp-Notebook-ExecutionIndicator").first
+        expect(idle).to_have_attribute("data-status", "idle", timeout=60_000)
+        cells.first.locator(".jp-InputPrompt").click()
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
+                     has_text=re.compile(r"^Run All Cells$")).click()
         running = ("() => [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]"
                    ".some(p => p.textContent.includes('*'))")
         page.wait_for_function(running, timeout=30_000)
         page.wait_for_function(f"() => !({running})()", timeout=120_000)
-        expect(page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute(
-            "data-status", "idle", timeout=30_000)
+        expect(idle).to_have_attribute("data-status", "idle", timeout=30_000)
         outputs = page.locator(".jp-NotebookPanel .jp-Notebook .jp-OutputArea")
         assert not any("Traceback" in t for t in outputs.all_text_contents()), name
 
