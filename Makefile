@@ -23,9 +23,10 @@ test: $(INSTALLED) $(ASSETS)
 	fi
 
 # The chapters are the project's own: trust them, so Lab draws their saved panels on opening.
+# (Jupyter refuses to run as root unless told: root is what containers and CI machines are.)
 lab: $(INSTALLED)
 	$(BIN)/jupyter trust $(NOTEBOOKS)
-	$(BIN)/jupyter lab chapters
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) chapters
 
 notebooks: $(INSTALLED)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
