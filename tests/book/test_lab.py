@@ -4,9 +4,10 @@ Starts the pinned JupyterLab, with its default settings, on 127.0.0.1 (a free po
 token) over a temporary copy of the chapters, trusted as `make lab` trusts them; Jupyter's
 config, data, runtime, settings and workspace directories are temporary too, so nothing in
 the repository or the home directory changes. Headless Chromium then opens each chapter:
-the saved panels are drawn before anything runs, MyST is rendered and the exercise answers
-are folded; Run All; the first figure of the live panel is the PNG that Python draws for
-the panel's default values; a slider moved by one step redraws it.
+the saved panels are drawn before anything runs and the frame players move, MyST is
+rendered and the exercise answers are folded; Run All; the first figure of the live panel
+is the PNG that Python draws for the panel's default values; a slider moved by one step
+redraws it.
 """
 
 from __future__ import annotations
@@ -192,6 +193,19 @@ def test_chapter_in_jupyterlab(browser, lab, name):
             cells.nth(i).locator(".jupyter-widgets").first.wait_for(state="attached")
         saved_png = cells.nth(live).locator(".widget-output img").first
         saved_png.wait_for(state="attached")
+        # The frame players work without a kernel: their slider is linked in the browser.
+        players = page.locator(".jp-NotebookPanel .jp-Notebook .frame-player")
+        assert players.count() >= 1
+        for player in players.all():
+            shown = "els => els.filter(e => e.offsetParent !== null).map(e => e.alt)"
+            before = player.locator("img").evaluate_all(shown)
+            player.locator(".noUi-handle").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "([el, before]) => { const alts = [...el.querySelectorAll('img')]"
+                ".filter(e => e.offsetParent !== null).map(e => e.alt);"
+                " return alts.length === 1 && alts[0] !== before; }",
+                arg=[player.element_handle(), before[0]], timeout=10_000)
         # MyST is rendered (by jupyterlab-myst, into .myst), answers folded.
         notebook_view = page.locator(".jp-NotebookPanel .jp-Notebook")
         n_markdown = sum(c["cell_type"] == "markdown" for c in notebook["cells"])
