@@ -60,6 +60,7 @@ __all__ = [
     "glue",
     "relu",
     "setup",
+    "show_glued",
     "sigmoid",
     "silu",
     "swiglu",
@@ -69,9 +70,10 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``onelayer.setup`` and ``onelayer.glue`` come from the book helpers, loaded on first use
-    so that ``import onelayer`` stays free of IPython and matplotlib."""
-    if name in ("setup", "glue"):
+    """``onelayer.setup``, ``onelayer.glue`` and ``onelayer.show_glued`` come from the book
+    helpers, loaded on first use so that ``import onelayer`` stays free of IPython and
+    matplotlib."""
+    if name in ("setup", "glue", "show_glued"):
         from onelayer.book import runtime
 
         return getattr(runtime, name)

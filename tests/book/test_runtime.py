@@ -30,3 +30,15 @@ def test_setup_makes_random_numbers_repeatable():
         draws.append((random.random(), np.random.rand(), torch.rand(1).item()))
     assert draws[0] == draws[1]
     assert torch.get_num_threads() == 1
+
+
+def test_show_glued_prints_the_values_the_prose_quotes(monkeypatch, capsys):
+    captured_displays(monkeypatch, runtime, "display")
+    onelayer.glue("ratio_plain", 4.9e-20)
+    onelayer.glue("recall_main", "100.0%")
+    onelayer.show_glued("ratio_plain", "recall_main")
+    assert capsys.readouterr().out == "ratio_plain = 4.9e-20，recall_main = 100.0%\n"
+    onelayer.glue("ex_a", 1)
+    onelayer.glue("ex_b", [0.0, 4.0])
+    onelayer.show_glued(prefix="ex_")
+    assert capsys.readouterr().out == "ex_a = 1，ex_b = [0.0, 4.0]\n"

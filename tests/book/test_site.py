@@ -1,9 +1,8 @@
 """The built HTML book in headless Chromium: offline, typeset, rendered, screenshotted.
 
 Runs after `jupyter-book build` (make test does both). Without Chromium the tests skip
-with the reason; under CI (CI=true) a missing browser or book is a failure. Chromium gets
-the Noto Sans CJK font of the figures (noto-cjk-sans-otc) through fontconfig, so the pages
-need no system CJK font either.
+with the reason; under CI (CI=true) a missing browser or book is a failure (the browser
+fixture is in conftest.py).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import functools
 import http.server
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -25,14 +23,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-# The same browser that make test looks for before it runs these tests.
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 IN_CI = os.environ.get("CI") == "true"
-# Flags for a closed network: no background requests to Google's services at start-up.
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 # Console messages that are not errors of the book (none so far). Each entry: a regex
 # and why it is harmless.
 CONSOLE_ALLOW: list[tuple[str, str]] = []
@@ -77,40 +68,6 @@ def server():
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
-
-
-def fontconfig_with_packaged_font(directory: Path) -> Path:
-    """A fontconfig file: the machine's configuration plus the directory of the packaged font."""
-    from onelayer.book.plotting import packaged_font_file
-
-    font = packaged_font_file()
-    assert font is not None, "noto-cjk-sans-otc 没有安装（pip install -r requirements.txt）"
-    machine = os.environ.get("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
-    config = directory / "fonts.conf"
-    config.write_text(
-        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">\n'
-        f'<fontconfig>\n  <include ignore_missing="yes">{machine}</include>\n'
-        f"  <dir>{font.parent}</dir>\n  <cachedir>{directory / 'cache'}</cachedir>\n"
-        "</fontconfig>\n",
-        encoding="utf-8",
-    )
-    return config
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        if IN_CI:
-            pytest.fail(f"CI 中必须有 {CHROMIUM}（apt-get install chromium）")
-        pytest.skip(f"没有 {CHROMIUM}：浏览器测试跳过（apt-get install chromium 后可运行）")
-    from playwright.sync_api import sync_playwright
-
-    fonts = fontconfig_with_packaged_font(tmp_path_factory.mktemp("fontconfig"))
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                              env={**os.environ, "FONTCONFIG_FILE": str(fonts)})
-        yield b
-        b.close()
 
 
 def visit(browser, server, page_path):

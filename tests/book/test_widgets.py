@@ -47,3 +47,91 @@ def test_frame_player_links_slider_and_frames():
     assert "frame-player" in player._dom_classes
     assert len(slider.options) == len(stack.children) == 6
     assert stack.selected_index == slider.index
+
+
+def _drawn_by_panel(monkeypatch):
+    """Every HTML figure a panel displays, in order (no kernel needed)."""
+    from onelayer.book import plotting
+
+    shown = []
+    monkeypatch.setattr(plotting, "display", shown.append)
+    return shown
+
+
+def test_a_slider_value_bounced_back_by_the_browser_does_not_redraw(monkeypatch):
+    # The browser snaps 0.6 to its step grid from -2.0 and sends back -2.0 + 26 * 0.1.
+    from onelayer.book.widgets.ch01 import ffn_explorer
+
+    shown = _drawn_by_panel(monkeypatch)
+    panel = ffn_explorer()
+    x0 = panel.children[0].children[0].children[0]
+    assert x0.value == 0.6 and len(shown) == 1
+    x0.value = -2.0 + 26 * 0.1
+    assert x0.value == 0.6000000000000001
+    assert len(shown) == 1  # not recomputed: the same value after rounding to the step
+    x0.value = 0.7
+    assert len(shown) == 2
+
+
+def test_live_panels_get_values_rounded_to_the_step(monkeypatch):
+    import ipywidgets as widgets
+
+    from onelayer.book.widgets.live import live_output
+
+    slider = widgets.FloatSlider(value=0.8, min=-2.0, max=2.0, step=0.1)
+    log_slider = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05)
+    calls = []
+    live_output(lambda a, t: calls.append((a, t)), {"a": slider, "t": log_slider})
+    slider.value = -2.0 + 28 * 0.1                     # 0.7999999999999998
+    log_slider.value = 10 ** (-1 + 20 * 0.05)          # the browser's 10^0, not exactly 1
+    assert calls == [(0.8, 1.0)]
+    log_slider.value = 10 ** (-1 + 30 * 0.05)          # one step right of 10^0.5
+    slider.value = -2.0 + 27 * 0.1
+    assert calls[1:] == [(0.8, 3.16227766017), (0.7, 3.16227766017)]
+
+
+def test_float_sliders_read_out_their_value_at_the_step_precision():
+    import ipywidgets as widgets
+
+    from onelayer.book.widgets.ch01 import ffn_explorer
+    from onelayer.book.widgets.ch02 import activation_explorer
+    from onelayer.book.widgets.ch04 import layernorm_explorer
+    from onelayer.book.widgets.ch06 import block_explorer
+    from onelayer.book.widgets.live import readout_format
+
+    def sliders(widget):
+        if isinstance(widget, widgets.FloatSlider | widgets.FloatRangeSlider):
+            yield widget
+        for child in getattr(widget, "children", ()):
+            yield from sliders(child)
+
+    found = [s for panel in (ffn_explorer(), activation_explorer(), layernorm_explorer(),
+                             block_explorer()) for s in sliders(panel)]
+    assert len(found) == 4 + 2 + 12 + 1
+    assert all(s.readout_format == readout_format(s.step) for s in found)
+    assert [readout_format(s) for s in (0.1, 0.05, 0.5, 2.0)] == [".1f", ".2f", ".1f", ".0f"]
+
+
+def test_panel_figures_are_not_looked_up_in_pyplot(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from onelayer.book import plotting
+
+    def no_pyplot(*args):
+        raise AssertionError("a panel's figure went through pyplot")
+
+    monkeypatch.setattr(plt, "close", no_pyplot)
+    fig = plotting.new_figure()
+    fig.subplots().plot([0, 1])
+    assert plotting.figure_html(fig, "线").startswith('<img src="data:image/png;base64,')
+
+
+def test_temperature_title_reads_like_the_slider():
+    from onelayer.book.widgets.ch07 import _next_token_figure
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.data import facts_corpus
+    from onelayer.model import TinyGPT
+
+    corpus = facts_corpus()
+    fig = _next_token_figure(TinyGPT(facts_gpt_config(corpus)), corpus, "猫吃", 10 ** 0.5)
+    assert "τ = 3.16（" in fig.axes[0].get_title()

@@ -140,10 +140,16 @@ def new_figure(**kwargs: object) -> Figure:
 
 
 def figure_html(fig: Figure, alt: str) -> str:
-    """``fig`` as an <img> tag with alt text (PNG inlined), and close the figure."""
+    """``fig`` as an <img> tag with alt text (PNG inlined), and close the figure.
+
+    Only a figure made with pyplot is closed through pyplot: a panel's figure (``new_figure``)
+    is not in pyplot's list, and looking it up there from a panel callback's thread would race
+    with the notebook's own pyplot figures.
+    """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", bbox_inches="tight")
-    plt.close(fig)
+    if fig.canvas.manager is not None:
+        plt.close(fig)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 

@@ -40,6 +40,7 @@ def progress_bar(steps: Iterable[int]) -> Iterable[int]:
 
 
 GLUE_PREFIX = "application/papermill.record/"
+_glued: dict[str, Any] = {}
 
 
 def glue(name: str, value: Any) -> None:
@@ -52,3 +53,16 @@ def glue(name: str, value: Any) -> None:
     bundle, metadata = format_display_data(value)
     metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
     display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+    _glued[name] = value
+
+
+def show_glued(*names: str, prefix: str | None = None) -> None:
+    """Print glued values as ``name = value`` on one line: ``names``, then every value glued
+    so far whose name starts with ``prefix``, in the order they were glued.
+
+    JupyterLab does not render {glue:text} roles (jupyterlab-myst shows the name, e.g.
+    ``ratio_plain``): a code cell prints the values its prose quotes and no line above shows.
+    """
+    if prefix is not None:
+        names += tuple(name for name in _glued if name.startswith(prefix))
+    print("，".join(f"{name} = {_glued[name]}" for name in names))

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import float_slider, live_output
 from onelayer.data import TOKENS, sentence_ffn, sentence_x
 from onelayer.ffn import trace_ffn
 
@@ -48,9 +49,7 @@ def ffn_explorer() -> widgets.VBox:
     """Edit the four numbers of x_鱼, pick ReLU or GELU, watch h, act(h) and the output."""
     fish = sentence_x()[TOKENS.index("鱼")].tolist()
     sliders = [
-        widgets.FloatSlider(
-            value=round(v, 2), min=-2.0, max=2.0, step=0.1, description=f"x_鱼[{i}]"
-        )
+        float_slider(round(v, 2), -2.0, 2.0, 0.1, f"x_鱼[{i}]")
         for i, v in enumerate(fish)
     ]
     act = widgets.ToggleButtons(options=["gelu", "relu"], value="gelu", description="激活函数")
@@ -64,7 +63,7 @@ def ffn_explorer() -> widgets.VBox:
         fig = detector_figure(x, [activation], "“鱼”的 16 个探测器：激活前后")
         show_with_alt(fig, _alt("当前输入", [activation]))
 
-    out = widgets.interactive_output(
+    out = live_output(
         update, {"activation": act, **{f"x{i}": s for i, s in enumerate(sliders)}}
     )
     return widgets.VBox([widgets.HBox([widgets.VBox(sliders), act]), out])

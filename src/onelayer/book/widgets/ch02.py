@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from onelayer.activations import ACTIVATIONS, value_and_grad
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import float_slider, live_output, readout_format
 
 
 def _activation_figure(names: Sequence[str], lo: float, hi: float, z: float) -> Figure:
@@ -79,10 +80,11 @@ def activation_explorer() -> widgets.VBox:
         description="激活函数",
     )
     x_range = widgets.FloatRangeSlider(
-        value=(-4.0, 4.0), min=-8.0, max=8.0, step=0.5, description="输入范围"
+        value=(-4.0, 4.0), min=-8.0, max=8.0, step=0.5, description="输入范围",
+        readout_format=readout_format(0.5),
     )
-    z = widgets.FloatSlider(value=-2.3, min=-8.0, max=8.0, step=0.05, description="预激活 z")
-    out = widgets.interactive_output(
+    z = float_slider(-2.3, -8.0, 8.0, 0.05, "预激活 z")
+    out = live_output(
         lambda names, x_range, z: _plot_activation_curves(tuple(names), x_range, z),
         {"names": names, "x_range": x_range, "z": z},
     )

@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import live_output
 from onelayer.chapters.ch03_residual import layer_grad_norms
 from onelayer.data import two_spirals
 from onelayer.mlp import DeepMLP
@@ -59,7 +60,7 @@ def residual_gradient_explorer() -> widgets.VBox:
                f"每一块 W1 的梯度范数；第 1 块与最后一块之比为 {ratio:.1e}。")
         show_with_alt(grad_norms_figure({kind: norms}, title), alt)
 
-    out = widgets.interactive_output(
+    out = live_output(
         update, {"n_layers": depth, "use_shortcut": shortcut, "init_name": init}
     )
     return widgets.VBox([depth, shortcut, init, out])

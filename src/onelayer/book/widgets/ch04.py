@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import float_slider, live_output
 from onelayer.data import TOKENS, sentence_x
 from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
 
@@ -61,14 +62,9 @@ def layernorm_explorer() -> widgets.VBox:
     token = widgets.ToggleButtons(options=list(TOKENS), value="鱼", description="词元")
     kind = widgets.ToggleButtons(options=["LayerNorm", "RMSNorm"], description="归一化")
 
-    def slider(label: str, value: float, low: float, high: float) -> widgets.FloatSlider:
-        return widgets.FloatSlider(
-            value=value, min=low, max=high, step=0.1, description=label, readout_format=".1f"
-        )
-
-    xs = [slider(f"x[{i}]", round(v, 2), -3.0, 3.0) for i, v in enumerate(X[2].tolist())]
-    gammas = [slider(f"γ[{i}]", 1.0, -2.0, 2.0) for i in range(4)]
-    betas = [slider(f"β[{i}]", 0.0, -2.0, 2.0) for i in range(4)]
+    xs = [float_slider(round(v, 2), -3.0, 3.0, 0.1, f"x[{i}]") for i, v in enumerate(X[2].tolist())]
+    gammas = [float_slider(1.0, -2.0, 2.0, 0.1, f"γ[{i}]") for i in range(4)]
+    betas = [float_slider(0.0, -2.0, 2.0, 0.1, f"β[{i}]") for i in range(4)]
 
     def load_token(change: dict) -> None:
         for s, v in zip(xs, X[TOKENS.index(change["new"])].tolist()):
@@ -88,7 +84,7 @@ def layernorm_explorer() -> widgets.VBox:
     controls = {"kind": kind}
     for prefix, group in (("x", xs), ("g", gammas), ("b", betas)):
         controls.update({f"{prefix}{i}": s for i, s in enumerate(group)})
-    out = widgets.interactive_output(update, controls)
+    out = live_output(update, controls)
     columns = widgets.HBox([widgets.VBox(xs), widgets.VBox(gammas), widgets.VBox(betas)])
     return widgets.VBox([token, kind, columns, out])
 

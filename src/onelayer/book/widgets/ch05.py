@@ -12,6 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import live_output
 from onelayer.chapters.ch05_norm_position import init_grad_norms
 
 POSITION_NAMES = {"post": "Post-LN：LN(x + F(x))", "pre": "Pre-LN：x + F(LN(x))"}
@@ -101,6 +102,6 @@ def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
         show_with_alt(fig, f"对数坐标折线图：{n_layers} 块的模型（{init.label} 初始化）在初始化时"
                            f"每一块 W2 的梯度范数，3 个种子的均值与范围。")
 
-    out = widgets.interactive_output(
+    out = live_output(
         update, {"n_layers": depth, "positions": arrangement, "init_name": init})
     return widgets.VBox([depth, arrangement, init, out])

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import float_slider, live_output
 from onelayer.params import block_flops, block_parameter_breakdown
 
 BLOCK_PART_NAMES = {"attention": "注意力", "ffn": "FFN", "norms": "归一化"}
@@ -117,15 +118,15 @@ def block_explorer() -> widgets.VBox:
     block's parameters and FLOPs go (blocks built on the meta device: instant at any size)."""
     d_model = widgets.Dropdown(options=[64, 256, 768, 1024, 2048, 4096], value=768,
                                description="d_model")
-    ratio = widgets.FloatSlider(value=4.0, min=0.5, max=8.0, step=0.5,
-                                description="d_ff/d_model", style={"description_width": "initial"})
+    ratio = float_slider(4.0, 0.5, 8.0, 0.5, "d_ff/d_model",
+                         style={"description_width": "initial"})
     gated = widgets.ToggleButtons(options=[("普通 GELU", False), ("SwiGLU", True)],
                                   value=False, description="FFN")
     norm = widgets.ToggleButtons(options=["layernorm", "rmsnorm"], description="归一化")
     bias = widgets.Checkbox(value=True, description="偏置")
     seq_len = widgets.SelectionSlider(options=[2**k for k in range(6, 17)], value=1024,
                                       description="序列长度 T")
-    out = widgets.interactive_output(
+    out = live_output(
         _show_block_breakdown, {"d_model": d_model, "ratio": ratio, "gated": gated,
                                 "norm": norm, "bias": bias, "seq_len": seq_len})
     controls = widgets.VBox([d_model, ratio, gated, norm, bias, seq_len])

@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
+from onelayer.book.widgets.live import live_output
 from onelayer.data import FactsCorpus
 from onelayer.model import TinyGPT
 from onelayer.probes import evaluating
@@ -29,7 +30,7 @@ def _next_token_figure(model: TinyGPT, corpus: FactsCorpus, prompt: str, tempera
     ax.set_xticks(range(top), labels)
     ax.set_ylim(0, 1)
     ax.set_ylabel("概率")
-    ax.set_title(f"“{prompt}”之后的下一个字，温度 τ = {temperature:g}（橙色：表里的事实）")
+    ax.set_title(f"“{prompt}”之后的下一个字，温度 τ = {temperature:.3g}（橙色：表里的事实）")
     return fig
 
 
@@ -64,8 +65,8 @@ def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
         print("生成：", corpus.decode(ids))
         fig = _next_token_figure(model, corpus, prompt, temperature)
         show_with_alt(fig, f"柱状图：提示“{prompt}”之后概率最高的 10 个字，"
-                           f"温度 {temperature:.2g}。")
+                           f"温度 {temperature:.3g}。")
 
-    out = widgets.interactive_output(
+    out = live_output(
         update, {"prompt": prompt, "temperature": temperature, "top_k": top_k, "seed": seed})
     return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])

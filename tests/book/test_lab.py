@@ -1,0 +1,256 @@
+"""The chapters in JupyterLab, as a reader runs them with `make lab`.
+
+Starts the pinned JupyterLab, with its default settings, on 127.0.0.1 (a free port, a
+token) over a temporary copy of the chapters, trusted as `make lab` trusts them; Jupyter's
+config, data, runtime, settings and workspace directories are temporary too, so nothing in
+the repository or the home directory changes. Headless Chromium then opens each chapter:
+the saved panels are drawn before anything runs and the frame players move, MyST is
+rendered and the exercise answers are folded; Run All; the first figure of the live panel
+is the PNG that Python draws for the panel's default values; a slider moved by one step
+redraws it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = ROOT / "chapters"
+JUPYTER = Path(sys.executable).with_name("jupyter")
+# The chapters opened in Lab, with the function that builds each one's live panel.
+LIVE_PANELS = {
+    "01_ffn.ipynb": "onelayer.book.widgets.ch01:ffn_explorer",
+    "04_layernorm.ipynb": "onelayer.book.widgets.ch04:layernorm_explorer",
+}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PNG_SRC = re.compile(r'src="data:image/png;base64,([^"]+)"')
+# MyST that jupyterlab-myst renders: none of it may be left as source text.
+RAW_MYST = ("VBox(children=", ":::{admonition}", ":class: dropdown", "{cite:", "{doc}",
+            "```{note}", "```{admonition}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    def __init__(self, url: str, token: str, log: Path):
+        self.url, self.token, self.log = url, token, log
+
+    def api(self, path: str, method: str = "GET") -> bytes:
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read()
+
+    def log_tail(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-3000:]
+
+
+def lab_recipe() -> list[str]:
+    """The commands of the Makefile's lab target."""
+    recipe = re.search(r"^lab:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    return [line.strip() for line in recipe.group(1).splitlines()]
+
+
+def test_make_lab_trusts_the_chapters_before_starting_lab():
+    trust, lab = lab_recipe()
+    assert trust == "$(BIN)/jupyter trust $(NOTEBOOKS)"
+    assert lab.startswith("$(BIN)/jupyter lab ") and lab.endswith(" chapters")
+
+
+@pytest.fixture(scope="module")
+def lab(browser, tmp_path_factory):
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "chapters"
+    shutil.copytree(CHAPTERS, root)
+    env = {**os.environ, "IPYTHONDIR": str(home / "ipython")}
+    for var, name in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                      ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
+        env[var] = str(home / name)
+    # make lab: jupyter trust, then jupyter lab (the signatures go to the temporary data dir)
+    subprocess.run([JUPYTER, "trust", *sorted(map(str, root.glob("*.ipynb")))], env=env,
+                   check=True, capture_output=True)
+    token = secrets.token_hex(16)
+    url = f"http://127.0.0.1:{free_port()}"
+    args = [JUPYTER, "lab", "--no-browser", "--ip=127.0.0.1", f"--port={url.rsplit(':', 1)[1]}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}"]
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log = home / "lab.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    lab = Lab(url, token, log)
+    try:
+        wait_until_serving(lab, server)
+        yield lab
+    finally:
+        try:
+            lab.api("/api/shutdown", method="POST")  # also shuts the kernels down
+            server.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def wait_until_serving(lab: Lab, server: subprocess.Popen, timeout: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"JupyterLab 没有启动（退出码 {server.returncode}）：\n{lab.log_tail()}")
+        try:
+            json.loads(lab.api("/api/status"))
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"JupyterLab 在 {timeout} 秒内没有响应：\n{lab.log_tail()}")
+
+
+def python_panel_png(name: str, first_slider_steps: int = 0) -> bytes:
+    """The PNG the chapter's live panel draws in Python, at its default values with its first
+    slider moved ``first_slider_steps`` steps."""
+    import importlib
+
+    import ipywidgets as widgets
+
+    from onelayer.book import plotting
+
+    module, function = LIVE_PANELS[name].split(":")
+    shown = []
+    original = plotting.display
+    plotting.use_book_style()  # what every chapter's onelayer.setup() does
+    plotting.display = shown.append
+    try:
+        panel = getattr(importlib.import_module(module), function)()
+
+        def sliders(widget):
+            if isinstance(widget, widgets.FloatSlider):
+                yield widget
+            for child in getattr(widget, "children", ()):
+                yield from sliders(child)
+
+        first = next(sliders(panel))
+        first.value = round(first.value + first_slider_steps * first.step, 6)
+    finally:
+        plotting.display = original
+    return png_of(shown[-1].data)
+
+
+def png_of(html: str) -> bytes:
+    found = PNG_SRC.findall(html)
+    assert len(found) == 1, html[:300]
+    return base64.b64decode(found[0])
+
+
+def cell_indices(notebook: dict, predicate) -> list[int]:
+    return [i for i, cell in enumerate(notebook["cells"]) if predicate(cell)]
+
+
+@pytest.mark.parametrize("name", list(LIVE_PANELS))
+def test_chapter_in_jupyterlab(browser, lab, name):
+    from playwright.sync_api import expect
+
+    notebook = json.loads((CHAPTERS / name).read_text(encoding="utf-8"))
+    n_cells = len(notebook["cells"])
+    with_widgets = cell_indices(notebook, lambda c: any(
+        WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", [])))
+    call = LIVE_PANELS[name].split(":")[1] + "()"
+    (live,) = cell_indices(notebook, lambda c: "".join(c["source"]).strip() == call)
+    n_dropdowns = sum("".join(c["source"]).count(":class: dropdown") for c in notebook["cells"])
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
+        cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        page.wait_for_function("n => document.querySelectorAll("
+                               "'.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
+                               arg=n_cells, timeout=60_000)
+
+        # Before running: the saved panels are drawn from the saved widget state.
+        for i in with_widgets:
+            cells.nth(i).locator(".jupyter-widgets").first.wait_for(state="attached")
+        saved_png = cells.nth(live).locator(".widget-output img").first
+        saved_png.wait_for(state="attached")
+        # The frame players work without a kernel: their slider is linked in the browser.
+        players = page.locator(".jp-NotebookPanel .jp-Notebook .frame-player")
+        assert players.count() >= 1
+        for player in players.all():
+            shown = "els => els.filter(e => e.offsetParent !== null).map(e => e.alt)"
+            before = player.locator("img").evaluate_all(shown)
+            player.locator(".noUi-handle").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "([el, before]) => { const alts = [...el.querySelectorAll('img')]"
+                ".filter(e => e.offsetParent !== null).map(e => e.alt);"
+                " return alts.length === 1 && alts[0] !== before; }",
+                arg=[player.element_handle(), before[0]], timeout=10_000)
+        # MyST is rendered (by jupyterlab-myst, into .myst), answers folded.
+        notebook_view = page.locator(".jp-NotebookPanel .jp-Notebook")
+        n_markdown = sum(c["cell_type"] == "markdown" for c in notebook["cells"])
+        assert notebook_view.locator(".jp-MarkdownCell .myst").count() == n_markdown
+        shown = "\n".join(notebook_view.locator(
+            ".jp-MarkdownCell .myst, .jp-OutputArea").all_text_contents())
+        left = [raw for raw in RAW_MYST if raw in shown]
+        assert left == [], f"{name}: 没有渲染的源文本 {left}"
+        answers = page.locator(".jp-Notebook details.myst-admonition.dropdown")
+        assert answers.count() == n_dropdowns > 0
+        assert page.locator(".jp-Notebook details.myst-admonition[open]").count() == 0
+        assert not answers.first.locator(".myst-admonition-body").is_visible()
+
+        # Run All, as a reader does from the menu, once the kernel is up and the notebook is
+        # the current widget (the menu item is disabled until then).
+        idle = page.locator(".jp-Notebook-ExecutionIndicator").first
+        expect(idle).to_have_attribute("data-status", "idle", timeout=60_000)
+        cells.first.locator(".jp-InputPrompt").click()
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
+                     has_text=re.compile(r"^Run All Cells$")).click()
+        running = ("() => [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]"
+                   ".some(p => p.textContent.includes('*'))")
+        page.wait_for_function(running, timeout=30_000)
+        page.wait_for_function(f"() => !({running})()", timeout=120_000)
+        expect(idle).to_have_attribute("data-status", "idle", timeout=30_000)
+        outputs = page.locator(".jp-NotebookPanel .jp-Notebook .jp-OutputArea")
+        assert not any("Traceback" in t for t in outputs.all_text_contents()), name
+
+        # The live panel, drawn by the kernel: its first figure is the one Python draws.
+        panel = cells.nth(live)
+        panel.locator(".jupyter-widgets.widget-vbox:not(.jupyter-widgets-disconnected)"
+                      ).first.wait_for(state="attached")
+        img = panel.locator(".widget-output img").first
+        img.wait_for(state="attached")
+        first = img.get_attribute("src")
+        assert png_of(f'src="{first}"') == python_panel_png(name), f"{name}：第一幅图不对"
+        assert "0000000" not in panel.text_content() and "9999999" not in panel.text_content()
+
+        # Move the first slider one step: the kernel redraws what Python draws there.
+        panel.locator(".noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        expect(img).not_to_have_attribute("src", first, timeout=30_000)
+        moved = png_of(f'src="{img.get_attribute("src")}"')
+        assert moved == python_panel_png(name, first_slider_steps=1), f"{name}: 移动滑块后的图不对"
+        assert errors == [], errors
+    finally:
+        page.close()
