@@ -3,7 +3,8 @@ degradation experiment (He et al. 2016) at toy scale on ``onelayer.data.two_spir
 
 Many small networks are trained at once as one ``MLPEnsemble``: a hand-stacked copy of
 ``DeepMLP`` (tests check it member by member). ``torch.func.stack_module_state`` + ``vmap``
-would give the same from ``DeepMLP`` itself, but measured 2.8–3.4× slower here.
+would give the same from ``DeepMLP`` itself, but is several times slower
+(``make bench`` times both: tools/bench_ensembles.py).
 """
 
 from __future__ import annotations

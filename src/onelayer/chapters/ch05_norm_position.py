@@ -6,8 +6,8 @@
 The warm-up runs are trained side by side as one ``TinyGPTStack``, a hand-stacked copy of
 ``TinyGPT`` (tests check it against ``TinyGPT`` and ``train_lm`` model by model); it reuses
 the parts' formulas (``norm_sublayer``, ``standardize``). ``torch.func.stack_module_state``
-+ ``vmap`` over ``TinyGPT`` measured 1.2× slower, and ``vmap`` cannot run the model's token
-checks (they branch on tensor values).
++ ``vmap`` over ``TinyGPT`` is slower (``make bench``: tools/bench_ensembles.py), and
+``vmap`` cannot run the model's token checks (they branch on tensor values).
 """
 
 from __future__ import annotations
