@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -125,11 +126,15 @@ class FactsCorpus:
     def sentences(self) -> list[str]:
         return [s + r + o + END for (s, r), o in self.facts.items()]
 
+    @cached_property
+    def table(self) -> torch.Tensor:
+        """Token ids of every fact's sentence, [n_facts, 4] (encoded once: batches index it)."""
+        return torch.tensor([self.encode(s) for s in self.sentences()])
+
     def stream(self, n_sentences: int, generator: torch.Generator) -> torch.Tensor:
         """Token ids of ``n_sentences`` facts drawn at random (with replacement), end to end."""
-        table = torch.tensor([self.encode(s) for s in self.sentences()])
-        pick = torch.randint(len(table), (n_sentences,), generator=generator)
-        return table[pick].flatten()
+        pick = torch.randint(len(self.table), (n_sentences,), generator=generator)
+        return self.table[pick].flatten()
 
     def batch(self, batch_size: int, seq_len: int, generator: torch.Generator
               ) -> tuple[torch.Tensor, torch.Tensor]:
