@@ -9,7 +9,7 @@ from onelayer.chapters import ch05_norm_position as npos
 from onelayer.data import facts_corpus
 from onelayer.model import GPTConfig, TinyGPT
 from onelayer.probes import stream_rms
-from onelayer.train import train_lm
+from onelayer.train import experiment_seeds, train_lm
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +127,26 @@ def test_ffn_grad_norms_one_per_block(corpus):
     x, y = corpus.batch(2, 8, torch.Generator().manual_seed(0))
     norms = npos.ffn_grad_norms(model, x, y)
     assert norms.shape == (3,) and torch.all(norms > 0)
+
+
+@pytest.mark.slow
+def test_exercise_5_shorter_warmup_and_smaller_learning_rate(corpus):
+    # 第 5 章练习 5 的答案，用 5 个种子检查（只训练 Post-LN）
+    unigram, seeds = corpus.unigram_loss(), experiment_seeds(5)
+    short = npos.warmup_experiment(corpus, seeds=seeds, warmup=15, positions=("post",))
+    assert int((short.final("post", 15) < unigram - 0.3).sum()) >= 3     # 预热 15 步：多数起步
+    slow = npos.warmup_experiment(corpus, seeds=seeds, lr=1e-3, positions=("post",))
+    cold, warm = slow.final("post", 0), slow.final("post", 45)
+    assert torch.all(cold < unigram - 0.3)                               # 1e-3 不预热：都学得动
+    assert cold.median() < warm.median()                                 # 而且比预热的还低
+
+
+def test_tiny_lm_embedding_scale(corpus):
+    x, _ = corpus.batch(8, 16, torch.Generator().manual_seed(0))
+    scaled = npos.tiny_lm(corpus, 2, "pre", seed=0, embedding_std=0.5 ** 0.5)
+    default = npos.tiny_lm(corpus, 2, "pre", seed=0)
+    assert 0.9 < stream_rms(scaled.hidden_states(x))[0] < 1.1
+    assert stream_rms(default.hidden_states(x))[0] < 0.05
+    assert torch.equal(scaled.blocks[0].mlp.w1.weight, default.blocks[0].mlp.w1.weight)
+    with pytest.raises(ValueError, match="embedding_std 应 > 0"):
+        npos.tiny_lm(corpus, 2, "pre", seed=0, embedding_std=0.0)

@@ -32,11 +32,19 @@ from onelayer.train import Progress, seeded, train_lm
 
 def tiny_lm(corpus: FactsCorpus, n_layers: int, norm_position: str, seed: int,
             d_model: int = 64, n_heads: int = 4, init: str = "xavier",
-            block_size: int = 32) -> TinyGPT:
-    """A TinyGPT for ``corpus`` whose weights depend only on ``seed``."""
+            block_size: int = 32, embedding_std: float = 0.02) -> TinyGPT:
+    """A TinyGPT for ``corpus`` whose weights depend only on ``seed``; token and position
+    embeddings drawn from N(0, ``embedding_std``²) (0.02 is GPT-2's and TinyGPT's)."""
+    if not embedding_std > 0:
+        raise ValueError(f"embedding_std 应 > 0，实际为 {embedding_std}")
     block = BlockConfig(d_model=d_model, n_heads=n_heads, norm_position=norm_position)
     with seeded(seed):
-        return TinyGPT(GPTConfig(len(corpus.vocab), block_size, n_layers, block, init=init))
+        model = TinyGPT(GPTConfig(len(corpus.vocab), block_size, n_layers, block, init=init))
+        if embedding_std != 0.02:
+            with torch.no_grad():
+                for table in (model.tok, model.pos):
+                    table.weight.normal_(std=embedding_std)
+    return model
 
 
 def ffn_grad_norms(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -47,7 +55,7 @@ def ffn_grad_norms(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> torch.Te
 def init_grad_norms(
     n_layers: int, norm_position: str, seeds: Sequence[int] = (0, 1, 2), init: str = "xavier",
     d_model: int = 64, n_heads: int = 4, batch_size: int = 16, seq_len: int = 32,
-    corpus: FactsCorpus | None = None,
+    corpus: FactsCorpus | None = None, embedding_std: float = 0.02,
 ) -> torch.Tensor:
     """‖∂loss/∂W2‖ of every block's FFN at initialisation, one row per seed: [seeds, n_layers].
 
@@ -59,7 +67,7 @@ def init_grad_norms(
     corpus = corpus or facts_corpus()
     x, y = corpus.batch(batch_size, seq_len, torch.Generator().manual_seed(0))
     rows = [ffn_grad_norms(tiny_lm(corpus, n_layers, norm_position, seed, d_model, n_heads,
-                                   init, block_size=seq_len), x, y)
+                                   init, block_size=seq_len, embedding_std=embedding_std), x, y)
             for seed in seeds]
     return torch.stack(rows)
 
@@ -69,7 +77,8 @@ class TinyGPTStack(nn.Module):
     and every linear layer becomes one batched matmul. Member i computes what TinyGPT i
     computes; only the speed differs (a small model pays a fixed cost per call, which the
     members now share).
-    Supports the plain blocks the chapter trains: LayerNorm, biases, no gating, no dropout."""
+    Supports the plain blocks the book trains: LayerNorm, biases, no gating, no dropout; an
+    attention-only block (d_ff = 0) too."""
 
     def __init__(self, members: Sequence[TinyGPT]) -> None:
         super().__init__()
@@ -85,14 +94,13 @@ class TinyGPTStack(nn.Module):
             if getattr(block, name) != value:
                 raise ValueError(f"TinyGPTStack 要求 {name}={value!r}，实际为 "
                                  f"{getattr(block, name)!r}")
-        if not block.ffn_width:
-            raise ValueError("TinyGPTStack 要求 d_ff > 0，实际为 0")
         self.names = [name for name, _ in members[0].named_parameters()]
         stacked = [torch.stack([dict(m.named_parameters())[n].detach() for m in members])
                    for n in self.names]
         self.weights = nn.ParameterList(nn.Parameter(w) for w in stacked)
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.act = members[0].blocks[0].mlp.act             # 与 FeedForward 用同一个激活函数
+        mlp = members[0].blocks[0].mlp
+        self.act = mlp.act if mlp is not None else None     # 与 FeedForward 用同一个激活函数
 
     def per_member(self, values: torch.Tensor) -> list[torch.Tensor]:
         """``values`` [M] shaped to broadcast against each parameter (members on dim 0)."""
@@ -140,7 +148,8 @@ class TinyGPTStack(nn.Module):
             p = f"blocks.{i}."
             attn, mlp = partial(self._attn, prefix=p), partial(self._mlp, prefix=p)
             h = norm_sublayer(h, attn, self._norm(p + "ln_1"), position)
-            h = norm_sublayer(h, mlp, self._norm(p + "ln_2"), position)
+            if self.config.block.ffn_width:                               # d_ff = 0：只有注意力
+                h = norm_sublayer(h, mlp, self._norm(p + "ln_2"), position)
         if position == "pre":
             h = self._norm("ln_f")(h)
         return h @ tok.transpose(1, 2)[:, None]                        # 输出层与词嵌入共享
@@ -172,7 +181,7 @@ class WarmupRuns:
 def warmup_experiment(
     corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 90,
     warmup: int = 45, lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
-    batch_size: int = 16, seq_len: int = 16,
+    batch_size: int = 16, seq_len: int = 16, positions: Sequence[str] = ("post", "pre"),
     progress: Progress | None = None,
 ) -> WarmupRuns:
     """Train Post-LN and Pre-LN TinyGPTs with Adam, each with and without a linear warm-up.
@@ -190,7 +199,7 @@ def warmup_experiment(
     runs = [(w, s) for w in (0, warmup) for s in seeds]
     losses: dict[tuple[str, int], torch.Tensor] = {}
     models: dict[tuple[str, int], list[TinyGPT]] = {}
-    for pos in ("post", "pre"):
+    for pos in positions:
         stack = TinyGPTStack([tiny_lm(corpus, n_layers, pos, s, d_model, n_heads, "xavier",
                                       seq_len) for _, s in runs])
         curves = train_lm(stack, corpus, steps, lr, [w for w, _ in runs], batch_size, seq_len,
