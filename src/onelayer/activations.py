@@ -43,7 +43,11 @@ def gelu(x: torch.Tensor) -> torch.Tensor:
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """GELU 的 tanh 近似：½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))。"""
+    """GELU 的 tanh 近似：½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))。
+
+    The form in OpenAI's released GPT-1 and GPT-2 code (their papers only say "GELU");
+    ``transformers`` calls it ``"gelu_new"``.
+    """
     inner = SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * x**3)
     return 0.5 * x * (1.0 + torch.tanh(inner))
 
@@ -63,7 +67,11 @@ def swish(x: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
 
 
 def silu(x: torch.Tensor) -> torch.Tensor:
-    """SiLU(x) = x·σ(x)，即 β = 1 的 Swish。"""
+    """SiLU(x) = x·σ(x)，即 β = 1 的 Swish。
+
+    Named SiLU by Hendrycks & Gimpel (2016), reused under that name by Elfwing et al. (2018);
+    Ramachandran et al. (2017) call x·σ(βx) Swish.
+    """
     return swish(x, 1.0)
 
 
