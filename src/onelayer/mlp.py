@@ -1,6 +1,7 @@
-"""A deep MLP made of FFN layers, with or without shortcuts (chapter 3's network).
+"""A deep MLP made of FFN layers, with or without shortcuts (chapters 3 and 4's network).
 
-embed ``Linear(d_in, d_model)`` → ``n_layers`` × (h ← h + FFN(h), or h ← FFN(h)) → head.
+embed ``Linear(d_in, d_model)`` → ``n_layers`` × (h ← h + FFN(h), or h ← FFN(h)) → head;
+with ``norm=True`` each FFN reads LayerNorm(h) instead of h (chapter 4).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from torch import nn
 
 from onelayer.checks import check_choice, check_last_dim, check_positive_int
 from onelayer.ffn import FeedForward
+from onelayer.norms import LayerNorm
 from onelayer.residual import residual_add
 
 MLP_INITS = ("default", "he")
@@ -34,7 +36,10 @@ class DeepMLP(nn.Module):
     With ``shortcut=True`` each layer updates the stream as h ← h + FFN(h); without it,
     h ← FFN(h). Both versions have exactly the same parameters, so one seed gives both the
     same initial weights. ``init="default"`` keeps PyTorch's ``nn.Linear`` init;
-    ``init="he"`` re-initialises the FFN layers with ``he_init_``.
+    ``init="he"`` re-initialises the FFN layers with ``he_init_``. ``norm=True`` puts a
+    LayerNorm at the entrance of every layer: h ← h + FFN(LN(h)), or h ← FFN(LN(h)). Its
+    γ = 1, β = 0 draw no random numbers, so a seed gives the FFN weights of the network
+    without norms.
     """
 
     def __init__(
@@ -47,6 +52,7 @@ class DeepMLP(nn.Module):
         d_in: int = 2,
         d_out: int = 1,
         activation: str = "relu",
+        norm: bool = False,
     ) -> None:
         super().__init__()
         self.n_layers = check_positive_int("n_layers", n_layers)
@@ -60,6 +66,7 @@ class DeepMLP(nn.Module):
             FeedForward(d_model, self.d_ff, activation=activation) for _ in range(n_layers)
         )
         self.head = nn.Linear(d_model, check_positive_int("d_out", d_out))
+        self.norms = nn.ModuleList(LayerNorm(d_model) for _ in range(n_layers)) if norm else None
         if init == "he":
             for layer in self.layers:
                 he_init_(layer)
@@ -69,8 +76,9 @@ class DeepMLP(nn.Module):
         check_last_dim(x, self.d_in, "d_in")
         h = self.embed(x)
         states = [h]
-        for ffn in self.layers:
-            h = residual_add(h, ffn(h)) if self.shortcut else ffn(h)  # h + f(h) 或 f(h)
+        for i, ffn in enumerate(self.layers):
+            u = self.norms[i](h) if self.norms is not None else h  # LN(h) 或 h
+            h = residual_add(h, ffn(u)) if self.shortcut else ffn(u)  # h + f(u) 或 f(u)
             states.append(h)
         return states
 
@@ -78,4 +86,4 @@ class DeepMLP(nn.Module):
         return self.head(self.stream(x)[-1])
 
     def extra_repr(self) -> str:
-        return f"shortcut={self.shortcut}, init={self.init!r}"
+        return f"shortcut={self.shortcut}, init={self.init!r}, norm={self.norms is not None}"

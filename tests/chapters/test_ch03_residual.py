@@ -5,6 +5,7 @@ import torch
 
 from onelayer import DeepMLP
 from onelayer.chapters.ch03_residual import (
+    CH3_VARIANTS,
     VARIANTS,
     MLPEnsemble,
     bce_loss,
@@ -67,7 +68,7 @@ def test_error_rate_and_loss_shapes():
 
 def test_ensemble_matches_its_members_before_and_after_training():
     x, y = two_spirals(64)
-    members = [seeded_mlp(v, 4, s, d_model=8) for v in VARIANTS for s in (0, 1)]
+    members = [seeded_mlp(v, 4, s, d_model=8) for v in CH3_VARIANTS for s in (0, 1)]
     ensemble = MLPEnsemble(members)
     with torch.no_grad():
         out = ensemble(x)
@@ -79,6 +80,33 @@ def test_ensemble_matches_its_members_before_and_after_training():
         fit(member, bce(x, y), steps=10, lr=5e-3)
         for p, q in zip(ensemble.member(i).parameters(), member.parameters()):
             assert torch.allclose(p, q, atol=1e-5)
+
+
+def test_ensemble_with_layernorm_members_matches_its_members():
+    """Members with and without LayerNorm in one ensemble: same outputs and gradients, and
+    the same losses while training (Adam turns round-off in near-zero gradients into
+    visible weight differences after a few steps, so weights are not compared)."""
+    x, y = two_spirals(64)
+    members = [seeded_mlp(v, 4, s, d_model=8) for v in VARIANTS for s in (0, 1)]
+    with torch.no_grad():
+        for m in members:
+            for ln in m.norms or ():
+                ln.weight.normal_()
+                ln.bias.normal_()
+    ensemble = MLPEnsemble(members)
+    grads = torch.autograd.grad(bce_loss(ensemble(x), y).sum(), list(ensemble.parameters()))
+    for i, member in enumerate(members):
+        with torch.no_grad():
+            assert torch.allclose(ensemble(x)[i], member(x), atol=1e-6)
+        own = torch.autograd.grad(bce_loss(member(x), y), [f.w1.weight for f in member.layers])
+        assert torch.allclose(grads[2][:, i].transpose(-1, -2), torch.stack(own), atol=1e-6)
+        restored = ensemble.member(i)
+        assert (restored.norms is None) == (member.norms is None)
+        for p, q in zip(restored.parameters(), member.parameters()):
+            assert torch.equal(p, q)
+    history = fit(ensemble, bce(x, y), steps=10, lr=5e-3)
+    for i, member in enumerate(members):
+        assert torch.allclose(history[:, i], fit(member, bce(x, y), steps=10, lr=5e-3), atol=1e-3)
 
 
 def test_ensemble_with_one_learning_rate_per_member():
@@ -136,6 +164,43 @@ def test_sweep_over_learning_rates_indexes_members_consistently():
                 with torch.no_grad():
                     loss = bce_loss(net(x), y)
                 assert torch.isclose(loss, result.loss[v, r, 0, s], atol=1e-6)
+
+
+def test_layernorm_variants_share_the_ffn_weights_of_their_plain_versions():
+    for name in ("residual", "plain"):
+        bare, normed = seeded_mlp(name, 4, seed=3), seeded_mlp(f"{name}_ln", 4, seed=3)
+        assert normed.norms is not None and normed.shortcut == bare.shortcut
+        for p, q in zip(bare.parameters(), normed.parameters()):
+            assert torch.equal(p, q)
+
+
+def test_sweep_records_gradients_and_stream_sizes_during_training():
+    x, y = two_spirals(64)
+    result = degradation_sweep(x, y, depths=(4,), seeds=(0, 1), variants=("plain", "residual_ln"),
+                               steps=6, record_every=3)
+    assert result.trace_steps == (0, 3)
+    assert result.grad_w1[0].shape == (2, 4, 2, 1, 2)
+    assert result.stream_rms[0].shape == (2, 5, 2, 1, 2)
+    for v, variant in enumerate(result.variants):
+        for s, seed in enumerate(result.seeds):
+            start = seeded_mlp(variant, 4, seed)  # 第 0 步记录的是训练之前的网络
+            expected = layer_grad_norms(start, x, y).float()
+            assert torch.allclose(result.grad_w1[0][0, :, v, 0, s], expected, rtol=1e-4)
+            with torch.no_grad():
+                rms = torch.stack([h.pow(2).mean().sqrt() for h in start.stream(x)])
+            assert torch.allclose(result.stream_rms[0][0, :, v, 0, s], rms, rtol=1e-5)
+    untraced = degradation_sweep(x, y, depths=(2,), seeds=(0,), steps=2)
+    assert untraced.trace_steps == () and untraced.grad_w1 == ()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"record_every": -1}, "record_every 应为非负整数，实际为 -1"),
+    ({"variants": ("residual", "deep")}, "variant 应为"),
+])
+def test_sweep_rejects_bad_arguments(kwargs, message):
+    x, y = two_spirals(16)
+    with pytest.raises(ValueError, match=message):
+        degradation_sweep(x, y, depths=(2,), seeds=(0,), steps=1, **kwargs)
 
 
 def test_seeded_mlp_rejects_an_unknown_variant():

@@ -54,3 +54,28 @@ def test_he_init_keeps_the_signal_size_through_a_plain_relu_stack():
 def test_bad_arguments_raise_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_norm_puts_a_layernorm_at_the_entrance_of_every_layer():
+    torch.manual_seed(7)
+    net = DeepMLP(3, d_model=8, shortcut=True, norm=True)
+    with torch.no_grad():
+        for ln in net.norms:
+            ln.weight.normal_()
+            ln.bias.normal_()
+    x = torch.randn(10, 2)
+    with torch.no_grad():
+        h = net.embed(x)
+        for ln, ffn in zip(net.norms, net.layers):
+            h = h + ffn(nn.functional.layer_norm(h, (8,), ln.weight, ln.bias, eps=1e-5))
+        assert torch.allclose(net(x), net.head(h), atol=1e-5)
+
+
+def test_norm_draws_no_random_numbers():
+    torch.manual_seed(3)
+    plain = DeepMLP(4, d_model=8, shortcut=False)
+    torch.manual_seed(3)
+    normed = DeepMLP(4, d_model=8, shortcut=False, norm=True)
+    for p, q in zip(plain.parameters(), normed.parameters()):
+        assert torch.equal(p, q)
+    assert plain.norms is None and len(normed.norms) == 4
