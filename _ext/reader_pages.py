@@ -108,8 +108,6 @@ UI_STRINGS = {
     "previous page": "上一页",
     "next page": "下一页",
     "Skip to main content": "跳到正文",
-    "© Copyright %(copyright)s.": "© %(copyright)s 版权所有。",
-    "Copyright %(copyright)s": "%(copyright)s 版权所有",
 }
 
 
@@ -144,6 +142,7 @@ def translate_template_strings(page: str) -> str:
 
 def _translate(part: str) -> str:
     part = re.sub(r"(最后更新于 [^<]*?)\.(\s*<)", r"\1。\2", part)
+    part = re.sub(r"© Copyright ([^<]*?)\.(\s*<)", r"© \1 版权所有。\2", part)
     for english, chinese in UI_STRINGS.items():
         part = part.replace(f'="{english}"', f'="{chinese}"')
         part = re.sub(rf">(\s*){re.escape(english)}(\s*)<", rf">\g<1>{chinese}\g<2><", part)

@@ -195,3 +195,36 @@ def test_last_updated_says_why_it_is_unknown(clones, tmp_path, monkeypatch):
     reader_pages.git_history_problem.cache_clear()
     assert "没有 git" in reader_pages.git_history_problem(str(ROOT))
     reader_pages.git_history_problem.cache_clear()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_frame_player_sliders_are_named_rounded_and_big_enough(browser, server, page_path):
+    page, _, _ = visit(browser, server, page_path)
+    try:
+        handles = page.eval_on_selector_all(
+            ".frame-player .widget-slider",
+            """sliders => sliders.map(s => {
+                 const h = s.querySelector(".noUi-handle"), r = h.getBoundingClientRect();
+                 const readout = s.querySelector(".widget-readout");
+                 return {name: h.getAttribute("aria-label"), text: h.getAttribute("aria-valuetext"),
+                         shown: (readout.value || readout.textContent).trim(),
+                         label: s.querySelector(".widget-label").textContent.trim(),
+                         w: r.width, h: r.height};
+               })""")
+        for h in handles:
+            assert h["name"] and h["name"] == h["label"], h
+            assert h["text"] == h["shown"] and re.fullmatch(r"-?[\d.e+-]{1,8}", h["text"]), h
+            assert h["w"] >= 24 and h["h"] >= 24, h
+        if handles:  # the announced value follows the slider
+            page.locator(".frame-player .noUi-handle").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(300)
+            after = page.eval_on_selector(
+                ".frame-player .widget-slider",
+                """s => [s.querySelector('.noUi-handle').getAttribute('aria-valuetext'),
+                         (s.querySelector('.widget-readout').value
+                          || s.querySelector('.widget-readout').textContent).trim()]""")
+            assert after[0] == after[1] and after[0] != handles[0]["text"], (after, handles[0])
+    finally:
+        page.close()

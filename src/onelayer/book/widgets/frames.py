@@ -17,11 +17,9 @@ from onelayer.book.plotting import figure_html
 # 128-colour palette PNG looks the same and is about a quarter of the size, which matters
 # because every frame is saved in the page's widget state.
 FRAME_COLOURS = 128
-# The handle a reader drags (or taps): at least 24 × 24 CSS px (WCAG 2.2 target size).
-HANDLE_CSS = (
-    "<style>.frame-player .noUi-handle{width:24px;height:24px;top:-9px;right:-12px;"
-    "border-radius:50%}.frame-player .noUi-target{margin:0 12px}</style>"
-)
+# The handle a reader drags (or taps): at least 24 × 24 CSS px (WCAG 2.2 target size). The
+# widgets' own CSS sizes and centres the handle from this variable (16 px by default).
+HANDLE_CSS = "<style>.frame-player{--jp-widgets-slider-handle-size:24px}</style>"
 _DATA_URI = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
 
