@@ -61,8 +61,17 @@
   function start() {
     if (!started) {
       started = load(here + "require.js").then(function () {
-        // The manager finds its icon fonts next to its RequireJS module address.
-        window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": here + "html-manager" } });
+        // Each module of the manager finds its icon fonts next to its RequireJS module
+        // address (the modules are defined inside embed-amd.js, never fetched by name):
+        // point them all at the copy in _static/offline/html-manager.
+        const manager = here + "html-manager";
+        window.require.config({ paths: {
+          "@jupyter-widgets/html-manager/dist": manager,
+          "@jupyter-widgets/html-manager": manager + "/html-manager",
+          "@jupyter-widgets/base": manager + "/base",
+          "@jupyter-widgets/controls": manager + "/controls",
+          "@jupyter-widgets/output": manager + "/output",
+        } });
         mathjaxBridge();
         watchFrameSliders();
         return load(here + "html-manager/embed-amd.js");

@@ -117,7 +117,10 @@ def test_interface_around_the_text_is_chinese(browser, server, page_path):
     try:
         strings = page.evaluate("""() => {
           const out = [];
-          const outside = e => !e.closest("article, .bd-article, #search-results, .bd-search");
+          // The book's own words: the article, search results, and links to its pages and
+          // sections (tables of contents, previous/next) carry the titles the authors wrote.
+          const outside = e => !e.closest(
+            "article, .bd-article, #search-results, .bd-search, a.reference, .prev-next-title");
           document.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title]")
             .forEach(e => {
               if (!outside(e) && !e.matches(".bd-search input, .bd-search button")) return;
