@@ -47,9 +47,16 @@ def measure(browser, server: str, page_path: str, scroll: bool = False) -> dict:
         }
         if scroll:
             page.evaluate(SCROLL_TO_BOTTOM)
-            page.wait_for_load_state("networkidle")
-            page.wait_for_timeout(300)
-            page.wait_for_load_state("networkidle")
+            # The load state stays "networkidle" once reached: wait until the panels are
+            # drawn and no resource has been added for a second.
+            page.wait_for_function(
+                "() => document.querySelectorAll('.widget-subarea').length >= document"
+                ".querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]')"
+                ".length", timeout=120_000)
+            count = -1
+            while count != (count := page.evaluate(
+                    "performance.getEntriesByType('resource').length")):
+                page.wait_for_timeout(1000)
             later = page.evaluate(ENTRIES)
             total = later["html"] + sum(r["size"] for r in later["resources"])
             result["after_scroll"] = total - weight
