@@ -41,6 +41,8 @@ notebooks: $(INSTALLED)
 		--ExecutePreprocessor.timeout=120 $(NOTEBOOKS)
 
 bench: $(INSTALLED) $(ASSETS)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(BIN)/python tools/bench_pages.py
 	$(BIN)/python tools/bench_model.py
 	$(BIN)/python -W ignore tools/bench_ensembles.py
 	$(BIN)/python tools/bench.py --full

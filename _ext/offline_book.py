@@ -24,11 +24,16 @@ logger = logging.getLogger(__name__)
 
 # node_modules path → path under _static/offline
 VENDORED = {
-    "mathjax/es5/tex-chtml.js": "mathjax/tex-chtml.js",
+    # MathJax as separate components (see mathjax3_config in _config.yml): the combined
+    # tex-chtml.js also carries the 0.4 MB context menu, which no page loads now.
+    "mathjax/es5/startup.js": "mathjax/startup.js",
+    "mathjax/es5/core.js": "mathjax/core.js",
+    "mathjax/es5/input/tex.js": "mathjax/input/tex.js",
+    "mathjax/es5/output/chtml.js": "mathjax/output/chtml.js",
+    "mathjax/es5/output/chtml/fonts/tex.js": "mathjax/output/chtml/fonts/tex.js",
     "mathjax/es5/input/tex/extensions": "mathjax/input/tex/extensions",
     "mathjax/es5/output/chtml/fonts/woff-v2": "mathjax/output/chtml/fonts/woff-v2",
     "mathjax/es5/a11y": "mathjax/a11y",
-    "mathjax/es5/ui": "mathjax/ui",
     "requirejs/require.js": "require.js",
     "@jupyter-widgets/html-manager/dist": "html-manager",
 }

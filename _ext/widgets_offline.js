@@ -1,23 +1,99 @@
-// Glue between the vendored ipywidgets HTML manager and this offline book. Loaded after
-// require.js and before embed-amd.js (see nb_ipywidgets_js in _config.yml).
+// Loads the ipywidgets HTML manager of this offline book on demand. myst-nb puts this script
+// (see nb_ipywidgets_js in _config.yml) only on pages with saved widget state. The manager
+// (embed-amd.js, about 3.6 MB) and RequireJS are fetched when the first panel comes near
+// the screen, or before printing, so they never delay the text of the page.
 (function () {
-  // 1. The manager finds its icon fonts next to its RequireJS module address; point that
-  //    at the copy in _static/offline/html-manager instead of the page's own folder.
   const here = document.currentScript.src.replace(/[^/]*$/, "");
-  require.config({ paths: { "@jupyter-widgets/html-manager/dist": here + "html-manager" } });
+  const VIEWS = 'script[type="application/vnd.jupyter.widget-view+json"]';
+  let started = null;
 
-  // 2. It typesets widget labels through MathJax 2's MathJax.Hub.Queue; the book loads
-  //    MathJax 3, whose equivalent is MathJax.typesetPromise.
-  document.addEventListener("DOMContentLoaded", function () {
+  function load(src) {
+    return new Promise(function (resolve, reject) {
+      const script = document.createElement("script");
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = function () { reject(new Error("无法加载 " + src)); };
+      document.head.appendChild(script);
+    });
+  }
+
+  // The manager typesets widget labels through MathJax 2's MathJax.Hub.Queue; the book
+  // loads MathJax 3 (on pages with math), whose equivalent is MathJax.typesetPromise.
+  function mathjaxBridge() {
     const mj = window.MathJax;
     if (mj && mj.startup && !mj.Hub) {
       mj.Hub = {
         Queue: function (command) {
-          mj.startup.promise.then(function () {
-            return mj.typesetPromise([command[2]]);
-          });
+          mj.startup.promise.then(function () { return mj.typesetPromise([command[2]]); });
         },
       };
     }
-  });
+  }
+
+  // A frame player's slider handle gets the slider's label as its accessible name and the
+  // shown value (the short text of the frame, e.g. "0.6") as its announced value.
+  function nameFrameSliders() {
+    document.querySelectorAll(".frame-player .widget-slider").forEach(function (slider) {
+      const handle = slider.querySelector(".noUi-handle");
+      const label = slider.querySelector(".widget-label");
+      const readout = slider.querySelector(".widget-readout");
+      if (!handle) return;
+      if (label && label.textContent.trim() && handle.getAttribute("aria-label") !== label.textContent.trim()) {
+        handle.setAttribute("aria-label", label.textContent.trim());
+      }
+      const value = readout ? (readout.value || readout.textContent || "").trim() : "";
+      if (value && handle.getAttribute("aria-valuetext") !== value) {
+        handle.setAttribute("aria-valuetext", value);
+      }
+    });
+  }
+
+  function watchFrameSliders() {
+    let queued = false;
+    new MutationObserver(function () {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(function () { queued = false; nameFrameSliders(); });
+    }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true,
+      attributeFilter: ["aria-valuenow", "aria-valuetext"] });
+  }
+
+  function start() {
+    if (!started) {
+      started = load(here + "require.js").then(function () {
+        // Each module of the manager finds its icon fonts next to its RequireJS module
+        // address (the modules are defined inside embed-amd.js, never fetched by name):
+        // point them all at the copy in _static/offline/html-manager.
+        const manager = here + "html-manager";
+        window.require.config({ paths: {
+          "@jupyter-widgets/html-manager/dist": manager,
+          "@jupyter-widgets/html-manager": manager + "/html-manager",
+          "@jupyter-widgets/base": manager + "/base",
+          "@jupyter-widgets/controls": manager + "/controls",
+          "@jupyter-widgets/output": manager + "/output",
+        } });
+        mathjaxBridge();
+        watchFrameSliders();
+        return load(here + "html-manager/embed-amd.js");
+      });
+    }
+    return started;
+  }
+  window.onelayerLoadWidgets = start;
+
+  function watch() {
+    const views = document.querySelectorAll(VIEWS);
+    if (!views.length) return;
+    if (!("IntersectionObserver" in window)) { start(); return; }
+    const observer = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) {
+        observer.disconnect();
+        start();
+      }
+    }, { rootMargin: "600px 0px" });
+    views.forEach(function (view) { observer.observe(view.parentElement); });
+    window.addEventListener("beforeprint", start);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
+  else watch();
 })();

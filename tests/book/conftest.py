@@ -8,12 +8,18 @@ Chromium and never downloads a browser of its own.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
 # The same browser that make test looks for before it runs the browser tests.
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 IN_CI = os.environ.get("CI") == "true"
@@ -56,3 +62,31 @@ def browser(tmp_path_factory):
                               env={**os.environ, "FONTCONFIG_FILE": str(fonts)})
         yield b
         b.close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on a free local port; yields the base URL."""
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """The built book (_build/html) on a local server."""
+    if not (HTML / "index.html").exists():
+        if IN_CI:
+            pytest.fail("_build/html 不存在：先运行 jupyter-book build")
+        pytest.skip("书还没有构建（make book）")
+    with serve(HTML) as url:
+        yield url

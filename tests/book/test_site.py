@@ -7,16 +7,14 @@ fixture is in conftest.py).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+from page_metrics import SCROLL_TO_BOTTOM
 
 pytestmark = pytest.mark.browser
 
@@ -24,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 IN_CI = os.environ.get("CI") == "true"
+WIDGET_VIEWS = 'script[type="application/vnd.jupyter.widget-view+json"]'
 # Console messages that are not errors of the book (none so far). Each entry: a regex
 # and why it is harmless.
 CONSOLE_ALLOW: list[tuple[str, str]] = []
@@ -42,11 +41,6 @@ SEARCH_TERMS = {
 }
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
-        pass
-
-
 def toc_files() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
@@ -54,20 +48,6 @@ def toc_files() -> list[str]:
 
 def toc_pages() -> list[str]:
     return [f"{f}.html" for f in toc_files()]
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not (HTML / "index.html").exists():
-        if IN_CI:
-            pytest.fail("_build/html 不存在：先运行 jupyter-book build")
-        pytest.skip("书还没有构建（make book）")
-    handler = functools.partial(QuietHandler, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
 
 
 def visit(browser, server, page_path):
@@ -83,6 +63,13 @@ def visit(browser, server, page_path):
                            " || window.MathJax.startup.promise !== undefined")
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.wait_for_load_state("networkidle")
+    views = page.locator(WIDGET_VIEWS).count()
+    if views:  # the widget manager loads when a panel comes near the screen: scroll to them
+        page.evaluate(SCROLL_TO_BOTTOM)
+        page.wait_for_function("n => document.querySelectorAll('.widget-subarea').length >= n",
+                               arg=views, timeout=60_000)
+        page.wait_for_load_state("networkidle")
+        page.evaluate("window.scrollTo(0, 0)")
     return page, requests, errors
 
 
@@ -112,7 +99,7 @@ def test_page_is_offline_typeset_and_rendered(browser, server, page_path):
             assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"图片未加载: {src}"
             assert (img.get_attribute("alt") or "").strip(), f"图片缺少替代文字: {src}"
 
-        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        views = page.locator(WIDGET_VIEWS).count()
         rendered = page.locator(".jupyter-widgets.widget-container, .widget-vbox").count()
         assert rendered >= views, f"{views} 个交互面板中只渲染了 {rendered} 个"
     finally:

@@ -1,0 +1,268 @@
+"""Sphinx extension: light pages, Chinese search, a Chinese interface and page metadata.
+
+Each concern is one group of functions, connected in ``setup``:
+
+- Light pages. The theme's Font Awesome script (1.5 MB, which swaps every ``<i class="fa-…">``
+  for an SVG) is dropped from every page: the theme's CSS already draws the same icons from
+  its Font Awesome web fonts. The widget manager is loaded lazily by ``widgets_offline.js``.
+- Chinese search. The index is split into words by jieba, a query is not: ``zh_search.js``
+  splits each Chinese run of a query into terms of the index.
+- Chinese interface. Strings of the themes that stay English under ``language: zh_CN``
+  are translated: those that go through gettext by a fallback catalog, those written into
+  the templates by a replacement in the rendered page, outside the article.
+- Page metadata. A ``<meta name="description">`` from the page's first paragraph, and the
+  footer's "最后更新于" date from git: the date of the last commit that touched the page's
+  source. Without git history (no git, not a clone, a shallow clone) the footer says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import gettext
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.locale import translators
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+HERE = Path(__file__).parent
+
+# ---------------------------------------------------------------------------------------
+# Light pages: no Font Awesome script.
+
+FONTAWESOME_JS = re.compile(
+    r'[ \t]*<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*></script>\n?')
+
+
+def drop_fontawesome_js(page: str) -> str:
+    return FONTAWESOME_JS.sub("", page)
+
+
+SEARCH_SCRIPTS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools|_static/language_data'
+                            r'|searchindex)\.js"></script>\n?')
+
+
+def drop_search_scripts(page: str, context: dict) -> str:
+    """pydata-sphinx-theme loads the search index (blocking) on every page for its
+    search-as-you-type box; without that option only the search page needs it."""
+    if context.get("pagename") == "search" or context.get("theme_search_as_you_type") in (
+            True, "True", "true"):
+        return page
+    return SEARCH_SCRIPTS.sub("", page)
+
+
+def remove_fontawesome_file(app: Sphinx, exception: Exception | None) -> None:
+    """No page refers to the script any more; do not ship it."""
+    if exception is None and app.builder.format == "html":
+        for name in ("fontawesome.js", "fontawesome.js.LICENSE.txt", "fontawesome.js.map"):
+            Path(app.outdir, "_static", "scripts", name).unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Chinese search: the query splitter runs on every page that loads Sphinx's searchtools.
+
+def add_search_splitter(app: Sphinx, pagename: str, templatename: str, context: dict,
+                        doctree: nodes.document | None) -> None:
+    if pagename == "search":
+        app.add_js_file("offline/zh_search.js")
+
+
+def copy_search_splitter(app: Sphinx, exception: Exception | None) -> None:
+    if exception is None and app.builder.format == "html":
+        target = Path(app.outdir, "_static", "offline")
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(HERE / "zh_search.js", target / "zh_search.js")
+
+
+# ---------------------------------------------------------------------------------------
+# Chinese interface.
+
+# Strings of sphinx-book-theme / pydata-sphinx-theme / Sphinx that have no zh_CN translation.
+UI_STRINGS = {
+    "Color mode": "配色模式",
+    "Search this book...": "搜索本书……",
+    "Search": "搜索",
+    "Toggle primary sidebar": "显示或隐藏目录栏",
+    "Toggle secondary sidebar": "显示或隐藏本页目录",
+    "Link to this heading": "指向本节的链接",
+    "System Settings": "跟随系统",
+    "Light": "浅色",
+    "Dark": "深色",
+    "Main": "主导航",
+    "Page": "本页",
+    "Breadcrumb": "当前位置",
+    "Section Navigation": "本节导航",
+    "Site navigation": "网站导航",
+    "Download this page": "下载本页",
+    "Download source file": "下载源文件",
+    "Print to PDF": "打印成 PDF",
+    "Fullscreen mode": "全屏模式",
+    "Back to top": "回到顶部",
+    "Contents": "本页目录",
+    "previous page": "上一页",
+    "next page": "下一页",
+    "Skip to main content": "跳到正文",
+}
+
+
+class FallbackCatalog(gettext.NullTranslations):
+    """Answers the strings above when Sphinx's own zh_CN catalog has no translation."""
+
+    def gettext(self, message: str) -> str:
+        return UI_STRINGS.get(message, message)
+
+    def ngettext(self, singular: str, plural: str, n: int) -> str:
+        return self.gettext(singular if n == 1 else plural)
+
+
+def install_fallback_catalog(app: Sphinx) -> None:
+    if not (app.config.language or "").startswith("zh"):
+        return
+    for translator in translators.values():
+        translator.add_fallback(FallbackCatalog())
+
+
+ARTICLE = re.compile(r"<article\b.*?</article>", re.S)
+
+
+def translate_template_strings(page: str) -> str:
+    """Replace the English strings written into the templates, outside the article."""
+    pieces, last = [], 0
+    for match in ARTICLE.finditer(page):
+        pieces += [_translate(page[last:match.start()]), match.group(0)]
+        last = match.end()
+    return "".join([*pieces, _translate(page[last:])])
+
+
+def _translate(part: str) -> str:
+    part = re.sub(r"(最后更新于 [^<]*?)\.(\s*<)", r"\1。\2", part)
+    part = re.sub(r"© Copyright ([^<]*?)\.(\s*<)", r"© \1 版权所有。\2", part)
+    for english, chinese in UI_STRINGS.items():
+        part = part.replace(f'="{english}"', f'="{chinese}"')
+        part = re.sub(rf">(\s*){re.escape(english)}(\s*)<", rf">\g<1>{chinese}\g<2><", part)
+    return part
+
+
+# ---------------------------------------------------------------------------------------
+# Page metadata: description and last commit date.
+
+DESCRIPTION_CHARS = 120
+
+
+# A chapter opens with its learning goals in an admonition of this title: they say best
+# what the page is about. Other pages: their first paragraph of running text.
+GOALS_TITLE = "学习目标"
+
+
+def _has_math(node: nodes.Node) -> bool:
+    return any("math" in type(n).__name__ for n in node.findall())
+
+
+def _in(node: nodes.Node, kinds: tuple) -> bool:
+    while node is not None:
+        if isinstance(node, kinds):
+            return True
+        node = node.parent
+    return False
+
+
+def description_of(doctree: nodes.document | None) -> str:
+    """The page's title and what it is about (its learning goals, or its first paragraph of
+    running text), without math, cut to DESCRIPTION_CHARS."""
+    if doctree is None:
+        return ""
+    titles = list(doctree.findall(nodes.title))
+    title = titles[0].astext().strip() if titles else ""
+    text = ""
+    for note in doctree.findall(nodes.Admonition):
+        if note.children and note[0].astext().strip() == GOALS_TITLE:
+            items = [p.astext().strip() for p in note.findall(nodes.paragraph)
+                     if _in(p, (nodes.list_item,)) and not _has_math(p)]
+            text = "".join(items)
+            break
+    if not text:
+        skip = (nodes.Admonition, nodes.table, nodes.citation, nodes.footnote, nodes.title)
+        for paragraph in doctree.findall(nodes.paragraph):
+            candidate = paragraph.astext().strip()
+            if len(candidate) >= 20 and not _in(paragraph, skip) and not _has_math(paragraph):
+                text = candidate
+                break
+    text = re.sub(r"\s+", " ", text)
+    if title and not text.startswith(title):
+        text = f"{title}：{text}" if text else title
+    return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
+
+
+@functools.cache
+def git_history_problem(srcdir: str) -> str | None:
+    """Why commit dates cannot be read in ``srcdir`` (None when they can)."""
+    if shutil.which("git") is None:
+        return "构建时没有 git"
+    try:
+        shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=srcdir,
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except subprocess.CalledProcessError:
+        return "源文件不在 git 仓库中"
+    if shallow == "true":
+        return "浅克隆没有完整的提交历史"
+    return None
+
+
+def last_commit_date(srcdir: str, source: Path) -> str | None:
+    """The date (YYYY-MM-DD) of the last commit touching ``source``; None if it has none."""
+    out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(source)], cwd=srcdir,
+                         capture_output=True, text=True, check=False).stdout.strip()
+    return out or None
+
+
+def page_metadata(app: Sphinx, pagename: str, templatename: str, context: dict,
+                  doctree: nodes.document | None) -> None:
+    description = description_of(doctree) or app.config.project
+    meta = f'<meta name="description" content="{html.escape(description)}" />'
+    context["metatags"] = context.get("metatags", "") + "\n    " + meta
+    if doctree is None or pagename not in app.env.all_docs:
+        return
+    problem = git_history_problem(app.srcdir)
+    if problem is None:
+        date = last_commit_date(app.srcdir, Path(app.env.doc2path(pagename)))
+        context["last_updated"] = date or "尚未提交"
+    else:
+        if not getattr(app, "_reader_pages_warned", False):
+            logger.info(f"最后更新日期不可用：{problem}")
+            app._reader_pages_warned = True
+        context["last_updated"] = f"未知（{problem}）"
+
+
+# ---------------------------------------------------------------------------------------
+# One hook on the rendered page.
+
+def rewrite_rendered_pages(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    templates = app.builder.templates
+    render = templates.render
+
+    def render_page(template: str, context: dict) -> str:
+        page = render(template, context)
+        if template.endswith(".html") and "<html" in page:
+            page = drop_search_scripts(drop_fontawesome_js(page), context)
+            page = translate_template_strings(page)
+        return page
+
+    templates.render = render_page
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", install_fallback_catalog)
+    app.connect("builder-inited", rewrite_rendered_pages)
+    app.connect("html-page-context", add_search_splitter)
+    app.connect("html-page-context", page_metadata)
+    app.connect("build-finished", remove_fontawesome_file)
+    app.connect("build-finished", copy_search_splitter)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

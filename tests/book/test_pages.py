@@ -1,0 +1,233 @@
+"""What every page costs and says around the text: weight, blocking scripts, icons,
+Chinese search, the Chinese interface, the meta description and the last-updated date.
+
+Browser tests (marked ``browser``) use the built book and the machine's Chromium like
+test_site.py; the git tests of the last-updated date run without a browser.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from page_metrics import measure
+from test_site import HTML, ROOT, toc_files, toc_pages, visit
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import reader_pages  # noqa: E402
+
+# Issue 13, item 3: every page at most 2.5 MB on first load, no render-blocking script
+# over 200 KB.
+MAX_FIRST_LOAD = 2_500_000
+MAX_BLOCKING_SCRIPT = 200_000
+# Compound queries and the chapter each must bring first (issue 13, item 4).
+COMPOUND_QUERIES = {
+    "激活函数": "chapters/02_activation",
+    "层归一化": "chapters/04_layernorm",
+    "前置归一化": "chapters/05_pre_post_norm",
+    "召回率": "chapters/07_tiny_gpt",
+    "残差连接": "chapters/03_residual",
+    "逐位置前馈网络": "chapters/01_ffn",
+}
+# Latin words allowed in the interface around the text (file types, key names, the book's
+# own English terms in its titles).
+LATIN_ALLOWED = {"pdf", "ipynb", "md", "ctrl", "k", "transformer", "ffn", "layernorm",
+                 "pre", "post", "norm", "gpt", "tinygpt", "relu", "gelu", "silu", "glu", "swiglu"}
+
+
+def source_of(doc: str) -> Path:
+    matches = [p for p in ROOT.glob(f"{doc}.*") if p.suffix in {".md", ".ipynb"}]
+    assert len(matches) == 1, (doc, matches)
+    return matches[0]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
+def test_first_load_is_light_and_nothing_big_blocks_rendering(browser, server, page_path):
+    m = measure(browser, server, page_path)
+    assert m["weight"] <= MAX_FIRST_LOAD, (
+        f"{page_path}: 首次加载 {m['weight'] / 1e6:.2f} MB > {MAX_FIRST_LOAD / 1e6} MB："
+        + ", ".join(f"{r['url'].rsplit('/', 1)[-1]} {r['size'] // 1000} KB"
+                    for r in sorted(m["resources"], key=lambda r: -r["size"])[:5]))
+    big = [(r["url"], r["body"]) for r in m["blocking"] if r["body"] > MAX_BLOCKING_SCRIPT]
+    assert big == [], f"阻塞渲染的大脚本: {big}"
+    fetched = " ".join(r["url"] for r in m["resources"])
+    assert "fontawesome.js" not in fetched and "embed-amd.js" not in fetched
+
+
+def test_widget_manager_only_on_pages_with_widgets():
+    for page in toc_pages():
+        text = (HTML / page).read_text(encoding="utf-8")
+        has_state = "application/vnd.jupyter.widget-state+json" in text
+        assert ("widgets_offline.js" in text) == has_state, page
+        assert "embed-amd.js" not in text and "require.js" not in text, page
+        assert "fontawesome.js" not in text, page
+
+
+@pytest.mark.browser
+def test_icons_render_without_the_font_awesome_script(browser, server):
+    page, requests, _ = visit(browser, server, toc_pages()[1])
+    try:
+        assert not any("fontawesome.js" in u for u in requests)
+        icons = page.eval_on_selector_all(
+            "i.fa-solid, i.fas, span.fa-solid, i.fa-brands, i.fab",
+            """els => els.filter(e => e.offsetParent !== null).map(e => {
+                 const before = getComputedStyle(e, "::before");
+                 const width = e.getBoundingClientRect().width;
+                 return [e.className, before.content, before.fontFamily, width];
+               })""")
+        assert len(icons) >= 3, icons
+        for name, content, family, width in icons:
+            assert content not in ("none", "normal", '""') and "Font Awesome" in family, name
+            assert width > 4, name
+        assert page.evaluate("document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query", COMPOUND_QUERIES)
+def test_compound_chinese_query_finds_its_chapter_first(browser, server, query):
+    chapter = COMPOUND_QUERIES[query]
+    page, _, errors = visit(browser, server, f"search.html?q={query}")
+    try:
+        page.wait_for_selector("#search-results ul.search li", timeout=15_000)
+        page.wait_for_function("() => !document.querySelector('#search-progress')"
+                               " || document.querySelector('#search-progress').textContent === ''",
+                               timeout=15_000)
+        terms = page.evaluate("q => onelayerSplitQuery(q)", query)
+        assert terms and all(t in query for t in terms), terms
+        hits = page.eval_on_selector_all("#search-results ul.search li > a",
+                                         "links => links.map(a => a.getAttribute('href'))")
+        pages = [h.split("?")[0].split("#")[0] for h in hits]
+        assert pages and pages[0] == f"{chapter}.html", (query, terms, pages[:5])
+        assert errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
+def test_interface_around_the_text_is_chinese(browser, server, page_path):
+    page, _, _ = visit(browser, server, page_path)
+    try:
+        strings = page.evaluate("""() => {
+          const out = [];
+          // The book's own words: the article, search results, and links to its pages and
+          // sections (tables of contents, previous/next) carry the titles the authors wrote.
+          const outside = e => !e.closest(
+            "article, .bd-article, #search-results, .bd-search, a.reference, .prev-next-title");
+          document.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title]")
+            .forEach(e => {
+              if (!outside(e) && !e.matches(".bd-search input, .bd-search button")) return;
+              for (const a of ["title", "aria-label", "placeholder", "data-bs-title"]) {
+                if (e.hasAttribute(a)) out.push(e.getAttribute(a));
+              }
+            });
+          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+          for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const el = n.parentElement;
+            if (el && outside(el) && el.offsetParent !== null
+                && !el.closest("script, style, pre, code")) out.push(n.textContent);
+          }
+          return out;
+        }""")
+        english = sorted({s.strip() for s in strings
+                          if any(w.lower() not in LATIN_ALLOWED
+                                 for w in re.findall(r"[A-Za-z]{2,}", s))})
+        assert english == [], f"{page_path}: 界面上还有英文: {english}"
+    finally:
+        page.close()
+
+
+def test_every_page_has_its_own_meta_description():
+    seen = {}
+    for page in toc_pages():
+        text = (HTML / page).read_text(encoding="utf-8")
+        found = re.findall(r'<meta name="description" content="([^"]*)"', text)
+        assert len(found) == 1, page
+        assert 20 <= len(found[0]) <= reader_pages.DESCRIPTION_CHARS, (page, found[0])
+        assert re.search(r"[\u4e00-\u9fff]", found[0]), (page, found[0])
+        seen.setdefault(found[0], []).append(page)
+    assert all(len(pages) == 1 for pages in seen.values()), seen
+
+
+def test_every_page_shows_the_date_of_its_last_commit():
+    if reader_pages.git_history_problem(str(ROOT)) is not None:
+        pytest.skip(f"此检出没有完整的 git 历史：{reader_pages.git_history_problem(str(ROOT))}")
+    for doc in toc_files():
+        text = (HTML / f"{doc}.html").read_text(encoding="utf-8")
+        shown = re.search(r"最后更新于\s*([^<]*?)\s*[。.]?\s*<", text)
+        assert shown, f"{doc}: 页脚没有最后更新日期"
+        date = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(source_of(doc))],
+                              cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        assert shown.group(1) == (date or "尚未提交"), (doc, shown.group(1), date)
+
+
+@pytest.fixture(scope="module")
+def clones(tmp_path_factory):
+    if shutil.which("git") is None or reader_pages.git_history_problem(str(ROOT)) is not None:
+        pytest.skip("需要 git 和完整历史的检出")
+    base = tmp_path_factory.mktemp("clones")
+    run = dict(cwd=base, check=True, capture_output=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), "full"], **run)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", "--depth", "1",
+                    f"file://{ROOT}", "shallow"], **run)
+    return base
+
+
+def test_last_updated_from_a_fresh_clone(clones):
+    reader_pages.git_history_problem.cache_clear()
+    full = str(clones / "full")
+    assert reader_pages.git_history_problem(full) is None
+    source = Path("chapters") / "01_ffn.ipynb"
+    expected = subprocess.run(["git", "log", "-1", "--format=%cs", "HEAD", "--", str(source)],
+                              cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert reader_pages.last_commit_date(full, source) == expected != ""
+
+
+def test_last_updated_says_why_it_is_unknown(clones, tmp_path, monkeypatch):
+    reader_pages.git_history_problem.cache_clear()
+    assert "浅克隆" in reader_pages.git_history_problem(str(clones / "shallow"))
+    assert "不在 git 仓库" in reader_pages.git_history_problem(str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on PATH
+    reader_pages.git_history_problem.cache_clear()
+    assert "没有 git" in reader_pages.git_history_problem(str(ROOT))
+    reader_pages.git_history_problem.cache_clear()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_frame_player_sliders_are_named_rounded_and_big_enough(browser, server, page_path):
+    page, _, _ = visit(browser, server, page_path)
+    try:
+        handles = page.eval_on_selector_all(
+            ".frame-player .widget-slider",
+            """sliders => sliders.map(s => {
+                 const h = s.querySelector(".noUi-handle"), r = h.getBoundingClientRect();
+                 const readout = s.querySelector(".widget-readout");
+                 return {name: h.getAttribute("aria-label"), text: h.getAttribute("aria-valuetext"),
+                         shown: (readout.value || readout.textContent).trim(),
+                         label: s.querySelector(".widget-label").textContent.trim(),
+                         w: r.width, h: r.height};
+               })""")
+        for h in handles:
+            assert h["name"] and h["name"] == h["label"], h
+            assert h["text"] == h["shown"] and re.fullmatch(r"-?[\d.e+-]{1,8}", h["text"]), h
+            assert h["w"] >= 24 and h["h"] >= 24, h
+        if handles:  # the announced value follows the slider
+            page.locator(".frame-player .noUi-handle").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(300)
+            after = page.eval_on_selector(
+                ".frame-player .widget-slider",
+                """s => [s.querySelector('.noUi-handle').getAttribute('aria-valuetext'),
+                         (s.querySelector('.widget-readout').value
+                          || s.querySelector('.widget-readout').textContent).trim()]""")
+            assert after[0] == after[1] and after[0] != handles[0]["text"], (after, handles[0])
+    finally:
+        page.close()
