@@ -73,8 +73,16 @@ def add_book_style(app: Sphinx, config) -> None:
     app.add_js_file("book.js", loading_method="defer")
 
 
+def name_citations_as_list_items(app, pagename, templatename, context, doctree) -> None:
+    """docutils gives the reference list role="list" but its entries the deprecated
+    role="doc-biblioentry"; a list's children must be list items (axe: aria-required-children)."""
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", add_book_style)
+    app.connect("html-page-context", name_citations_as_list_items)
     app.connect("builder-inited", check_notebooks)
     app.connect("build-finished", copy_vendored)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
