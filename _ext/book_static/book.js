@@ -2,7 +2,8 @@
 // so they can be scrolled with the keyboard. The theme does this for code blocks only on a
 // resize or a change of the page, which can come before the figures and formulas are drawn.
 (() => {
-  const SCROLLERS = ".bd-article pre, .bd-article .cell_output, .bd-article mjx-container";
+  const SCROLLERS =
+    ".bd-article pre, .bd-article .cell_output, .bd-article .widget-box, .bd-article mjx-container";
   const update = () => {
     for (const e of document.querySelectorAll(SCROLLERS)) {
       const scrolls = e.scrollWidth > e.clientWidth + 1;
