@@ -29,7 +29,8 @@ PANELS = ".jupyter-widgets, .widget-container, .widget-html-content, .frame-play
 def shot(page, page_path: str, kind: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
-    page.screenshot(path=SCREENSHOTS / name, full_page=True)
+    # A chapter is up to ~35 000 px tall: on a busy machine its full-page shot takes > 30 s.
+    page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
 
 
 def open_page(browser, server, page_path, viewport=None, dark=False):  # noqa: F811
