@@ -66,7 +66,28 @@ def check_notebooks(app: Sphinx) -> None:
             logger.warning(f"{path.name}: {problem}（请运行 make notebooks）")
 
 
+# The book's own stylesheet and template overrides: phone, dark mode, accessibility, print.
+BOOK_STATIC = Path(__file__).with_name("book_static")
+BOOK_TEMPLATES = Path(__file__).with_name("book_templates")
+
+
+def add_book_style(app: Sphinx, config) -> None:
+    config.html_static_path.append(str(BOOK_STATIC))
+    config.templates_path.insert(0, str(BOOK_TEMPLATES))
+    app.add_css_file("book.css")
+    app.add_js_file("book.js", loading_method="defer")
+
+
+def name_citations_as_list_items(app, pagename, templatename, context, doctree) -> None:
+    """docutils gives the reference list role="list" but its entries the deprecated
+    role="doc-biblioentry"; a list's children must be list items (axe: aria-required-children)."""
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", add_book_style)
+    app.connect("html-page-context", name_citations_as_list_items)
     app.connect("builder-inited", check_notebooks)
     app.connect("build-finished", copy_vendored)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -98,3 +98,24 @@ def test_glyph_warnings_are_real_without_the_filter():
         warnings.simplefilter("always")
         draw_chinese_label()
     assert any("missing from font" in str(w.message) for w in caught)
+
+
+def test_figures_have_a_transparent_background_and_an_opaque_legend():
+    """The page decides what a figure sits on (white, or dark mode's neutral card)."""
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    plotting.use_book_style()
+    fig = plotting.new_figure()
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], label="直线")
+    ax.legend(loc="center")
+    html = plotting.figure_html(fig, "一条直线")
+    png = base64.b64decode(re.search(r"base64,([^\"]+)", html).group(1))
+    image = Image.open(io.BytesIO(png)).convert("RGBA")
+    assert image.getpixel((0, 0))[3] == 0, "图的背景不透明"
+    legend = image.getpixel((image.width // 2, image.height // 2 - 12))
+    assert legend[3] > 200, f"图例框应不透明，实际像素 {legend}"

@@ -123,6 +123,13 @@ def use_book_style() -> str | None:
             "axes.spines.top": False,
             "axes.spines.right": False,
             "axes.unicode_minus": False,  # CJK fonts often lack U+2212 MINUS SIGN
+            # Transparent outside and inside the axes: the page decides what the figure sits
+            # on (white in light mode, a neutral card in dark mode: _ext/book_static/book.css).
+            "figure.facecolor": "none",
+            "axes.facecolor": "none",
+            # An opaque legend box, so lines behind a legend do not cross its text.
+            "legend.facecolor": "white",
+            "legend.framealpha": 0.85,
         }
     )
     if font is None:

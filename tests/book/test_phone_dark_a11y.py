@@ -1,0 +1,191 @@
+"""The built book on a phone, in dark mode, for assistive technology and on paper.
+
+Every page at 390×844: nothing scrolls sideways, no formula is clipped, figures keep readable
+text. Dark mode: figures sit on a neutral card, nothing inside an output is a light slab.
+axe-core (node_modules, injected into the page): no serious or critical violation outside the
+interactive panels. Print media: code wraps, floating buttons are hidden. Screenshots of every
+page (desktop, phone, dark) go to _build/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_site import SCREENSHOTS, server, toc_pages, visit  # noqa: F401 - server is a fixture
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = {"width": 390, "height": 844}
+# The smallest share of its natural size that a figure may be drawn at on a phone: the
+# figures' 8–10 pt text then stays at 8 px or more.
+FIGURE_MIN_SCALE = 0.7
+# Inside these, axe findings belong to the interactive panels, not to the page.
+PANELS = ".jupyter-widgets, .widget-container, .widget-html-content, .frame-player"
+
+
+def shot(page, page_path: str, kind: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
+    # A chapter is up to ~35 000 px tall: on a busy machine its full-page shot takes > 30 s.
+    page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
+
+
+def open_page(browser, server, page_path, viewport=None, dark=False):  # noqa: F811
+    page, _, errors = visit(browser, server, page_path)
+    if viewport:
+        page.set_viewport_size(viewport)
+    if dark:
+        page.evaluate("() => { localStorage.setItem('theme', 'dark');"
+                      " document.documentElement.dataset.mode = 'dark';"
+                      " document.documentElement.dataset.theme = 'dark'; }")
+    page.wait_for_timeout(700)  # the theme's and book.js's resize handlers wait 200–300 ms
+    return page, errors
+
+
+def run_axe(page, **context):
+    assert AXE.is_file(), f"缺少 {AXE}：请运行 npm ci"
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(
+        "async ctx => (await axe.run(ctx, {resultTypes: ['violations']})).violations"
+        ".filter(v => ['serious', 'critical'].includes(v.impact))"
+        ".map(v => ({id: v.id, impact: v.impact,"
+        " nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))",
+        context,
+    )
+
+
+def assert_no_serious_axe_violations(page, where: str) -> None:
+    """No serious or critical axe-core violation on the page outside the interactive panels."""
+    violations = run_axe(page, include=[["html"]], exclude=[[PANELS]])
+    assert violations == [], (where, violations)
+
+
+# Geometry of formulas: clipped when part of it is hidden by an ancestor that does not scroll
+# or by the edge of the page.
+MATH_CLIPPED = """() => {
+  const vw = document.documentElement.clientWidth;
+  const bad = [];
+  for (const m of document.querySelectorAll('article mjx-container')) {
+    const r = m.getBoundingClientRect();
+    if (r.width === 0) continue;
+    let scrolls = false;
+    for (let e = m; e && e !== document.body; e = e.parentElement) {
+      const ox = getComputedStyle(e).overflowX;
+      if ((ox === 'auto' || ox === 'scroll') && e.clientWidth > 0) { scrolls = true; break; }
+      if (ox === 'hidden' || ox === 'clip') {
+        const a = e.getBoundingClientRect();
+        if (r.left < a.left - 1 || r.right > a.right + 1) {
+          bad.push(m.textContent.slice(0, 40) + ' 被裁剪'); break;
+        }
+      }
+    }
+    if (!scrolls && (r.left < -1 || r.right > vw + 1)) bad.push(m.textContent.slice(0, 40)
+                                                                 + ' 超出页面');
+  }
+  return bad;
+}"""
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_phone_page_fits_math_is_whole_and_figures_readable(browser, server, page_path):  # noqa: F811
+    page, _ = open_page(browser, server, page_path, viewport=PHONE)
+    try:
+        shot(page, page_path, "phone")
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"手机上页面宽 {width} px，超过 {PHONE['width']} px"
+        assert page.evaluate(MATH_CLIPPED) == []
+        figures = page.locator("article .cell_output img").evaluate_all(
+            "imgs => imgs.filter(i => i.offsetParent !== null && i.naturalWidth > 0)"
+            ".map(i => [i.alt.slice(0, 30), i.getBoundingClientRect().width, i.naturalWidth])")
+        small = [(alt, round(w / n, 2)) for alt, w, n in figures if w / n < FIGURE_MIN_SCALE]
+        assert small == [], f"手机上缩得太小的图（比例低于 {FIGURE_MIN_SCALE}）: {small}"
+        assert_no_serious_axe_violations(page, "手机、亮色")
+    finally:
+        page.close()
+
+
+# In dark mode: the colour each figure is drawn on, and every element inside an output whose
+# own background is light (a "light slab").
+DARK_BACKGROUNDS = """() => {
+  const lum = c => {
+    const v = c.match(/[\\d.]+/g).map(Number);
+    if (v.length > 3 && v[3] === 0) return null;
+    const [r, g, b] = v.slice(0, 3).map(x => {
+      x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const figures = [...document.querySelectorAll('article .cell_output img')]
+    .filter(i => i.offsetParent !== null)
+    .map(i => lum(getComputedStyle(i).backgroundColor));
+  const slabs = [...document.querySelectorAll('article .cell_output *')]
+    .filter(e => e.tagName !== 'IMG' && e.offsetParent !== null && e.offsetWidth > 100
+                 && e.offsetHeight > 40 && !e.closest('img'))
+    .map(e => [e.className.toString().slice(0, 40), lum(getComputedStyle(e).backgroundColor)])
+    .filter(([, l]) => l !== null && l > 0.4);
+  return {figures, slabs, page: lum(getComputedStyle(document.body).backgroundColor)};
+}"""
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_dark_mode_figures_on_a_card_and_no_light_slabs(browser, server, page_path):  # noqa: F811
+    page, _ = open_page(browser, server, page_path, dark=True)
+    try:
+        shot(page, page_path, "dark")
+        found = page.evaluate(DARK_BACKGROUNDS)
+        assert found["page"] is not None and found["page"] < 0.05, "页面没有切换到暗色"
+        # A figure's PNG is transparent or white: it is drawn on a neutral card that is
+        # dimmer than white (no white rectangles) and light enough for its dark text.
+        for lum in found["figures"]:
+            assert lum is not None and 0.45 < lum < 0.8, found["figures"]
+        assert found["slabs"] == [], f"暗色模式下输出里的浅色块: {found['slabs']}"
+        assert_no_serious_axe_violations(page, "桌面、暗色")
+    finally:
+        page.close()
+
+
+@pytest.mark.xfail(reason="交互面板（src/onelayer/book/widgets）的可访问性另行修复", strict=False)
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/0")])
+def test_axe_inside_panels(browser, server, page_path):  # noqa: F811
+    page, _ = open_page(browser, server, page_path)
+    try:
+        if page.locator(PANELS).count() == 0:
+            return
+        assert run_axe(page, include=[[PANELS]]) == []
+    finally:
+        page.close()
+
+
+PRINT_STATE = """() => {
+  const shown = sel => [...document.querySelectorAll(sel)]
+    .filter(e => getComputedStyle(e).display !== 'none').map(e => sel);
+  const code = [...document.querySelectorAll('article div.highlight pre')];
+  return {
+    clipped: code.filter(p => p.scrollWidth > p.clientWidth + 1)
+                 .map(p => p.textContent.slice(0, 40)),
+    nowrap: code.filter(p => !getComputedStyle(p).whiteSpace.startsWith('pre-wrap')
+                             && !getComputedStyle(p).whiteSpace.startsWith('break-spaces'))
+                .length,
+    code: code.length,
+    floating: ['#pst-back-to-top', '.sidebar-toggle', '.theme-switch-button',
+               '.search-button__button', '.copybtn'].flatMap(shown),
+  };
+}"""
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_desktop_axe_then_print(browser, server, page_path):  # noqa: F811
+    """Light mode on a desktop: axe-core; then print media: code wraps, no floating buttons."""
+    page, _ = open_page(browser, server, page_path)
+    try:
+        assert_no_serious_axe_violations(page, "桌面、亮色")
+        page.emulate_media(media="print")
+        page.set_viewport_size({"width": 794, "height": 1123})  # A4 at 96 dpi
+        state = page.evaluate(PRINT_STATE)
+        assert state["nowrap"] == 0, state
+        assert state["clipped"] == [], f"打印时被裁剪的代码块（共 {state['code']} 个）"
+        assert state["floating"] == [], f"打印时仍显示的按钮: {state['floating']}"
+    finally:
+        page.close()
