@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_site import SCREENSHOTS, server, toc_pages, visit  # noqa: F401 - server is a fixture
+from test_site import SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
