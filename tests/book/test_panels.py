@@ -180,6 +180,20 @@ def test_panel_cells_are_tagged_for_the_html_book():
                 assert "onelayer-panel" in "".join(output["data"]["text/html"]), name
 
 
+def test_the_tiny_gpt_runs_in_chapter_7s_page():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]).strip() for c in cells]
+    i = sources.index(KERNEL_PANELS["07_tiny_gpt"])
+    assert sources[i + 1].endswith('tiny_gpt_in_page(model, corpus, "猫吃")')
+    # the weights are trained: not compared digit by digit, but shown in the HTML book
+    assert set(cells[i + 1]["metadata"]["tags"]) == {"nbval-ignore-output"}
+    (output,) = cells[i + 1]["outputs"]
+    assert 'data-kind="gpt"' in "".join(output["data"]["text/html"])
+
+
 def test_a_page_panel_of_an_unknown_kind_is_refused():
     from onelayer.book.panels import PagePanel
 
@@ -379,6 +393,87 @@ def test_every_control_in_the_html_changes_its_panel(browser, server, page_path)
             if control.evaluate(PANEL_STATE) == before:
                 dead.append(described)
         assert dead == [], f"{page_path}：这些控件动了，面板没有变：{dead}"
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+# ---- chapter 7: the tiny GPT in the page ----
+
+def random_tiny_gpt():
+    """Chapter 7's model with random weights, norms and biases included (training is the
+    chapter's business; the forward pass is what the page must get right)."""
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.data import facts_corpus
+    from onelayer.model import TinyGPT
+
+    corpus = facts_corpus()
+    torch.manual_seed(0)
+    model = TinyGPT(facts_gpt_config(corpus)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "ln" in name or name.endswith("bias"):
+                p.add_(0.3 * torch.randn_like(p))
+    return model, corpus
+
+
+def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
+    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.model import TinyGPT
+
+    model, corpus = random_tiny_gpt()
+    attention_only = TinyGPT(facts_gpt_config(corpus, d_ff=0))
+    with pytest.raises(ValueError, match="每一块都应有 FFN"):
+        tiny_gpt_in_page(attention_only, corpus)
+    with pytest.raises(ValueError, match="字符应在词表"):
+        tiny_gpt_in_page(model, corpus, prompt="鱼")
+
+
+@pytest.mark.browser
+def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
+    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import ffn_activations
+
+    model, corpus = random_tiny_gpt()
+    generator = torch.Generator().manual_seed(1)
+    vocab = corpus.vocab
+    prompts = ["猫吃", "猫", "".join(corpus.sentences()[:4])[:16]] + [
+        "".join(vocab[i] for i in torch.randint(len(vocab), (n,), generator=generator))
+        for n in (3, 7, 16)]
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content(f"<!doctype html><html lang='zh-CN'><body>"
+                         f"{tiny_gpt_in_page(model, corpus)._repr_html_()}</body></html>")
+        root = page.locator(".onelayer-panel[data-kind=gpt][data-mounted]")
+        handle = root.element_handle()
+        for prompt in prompts:
+            got = page.evaluate("([root, ids]) => onelayerPanels.gptForward(root.olpModel, ids)",
+                                [handle, corpus.encode(prompt)])
+            with torch.no_grad():
+                logits = model(torch.tensor(corpus.encode(prompt)))[-1]
+            page_logits = torch.tensor(got["logits"], dtype=torch.float64)
+            assert torch.allclose(page_logits, logits.double(), rtol=1e-4, atol=1e-4), prompt
+            # What the panel shows for this prompt (τ = 1, every token): its top-10 logits and
+            # probabilities, and the five FFN neurons that fire most.
+            page.locator("input[data-control=prompt]").fill(prompt)
+            shown = page.evaluate(READ_PANEL, handle)[1]
+            probs = logits.softmax(-1)
+            neurons = ffn_activations(model, torch.tensor(corpus.encode(prompt)))[-1]
+            expected = {**{f"logit.{c}": logits[i].item() for i, c in enumerate(vocab)},
+                        **{f"prob.{c}": probs[i].item() for i, c in enumerate(vocab)},
+                        **{f"neuron.{i}": v for i, v in enumerate(neurons.tolist())}}
+            assert len([k for k in shown if k.startswith("logit.")]) == 10
+            assert len([k for k in shown if k.startswith("neuron.")]) == 5
+            for key, values in shown.items():
+                assert math.isclose(values[0], expected[key], rel_tol=1e-4, abs_tol=1e-4), key
+        # Bad input gets a message in the panel, not an error.
+        for text, message in (("", "提示是空的"), ("猫鱼", "词表里没有这些字：鱼"),
+                              (vocab[0] * 17, "最多 16 个字")):
+            page.locator("input[data-control=prompt]").fill(text)
+            assert message in root.locator(".olp-out").inner_text(), text
         assert errors == [], errors
     finally:
         page.close()
