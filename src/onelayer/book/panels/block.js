@@ -69,18 +69,18 @@
       const percent = (key, share) => {
         const s = num(key, share, 3); s.textContent = `${(100 * share).toFixed(1)}%`; return s;
       };
-      const rows = (parts, names, kind, total) => Object.entries(parts).map(([k, v]) => el("tr", {}, [
-        el("th", { scope: "row", text: `${kind} ${names[k]}` }), el("td", {}, [count(`${kind === "参数" ? "params" : "flops"}.${k}`, v)]),
-        el("td", {}, [percent(`${kind === "参数" ? "params" : "flops"}.${k}.share`, v / total)])]));
-      const table = el("table", {}, [
-        el("caption", { class: "olp-note", text: `d_model = ${d}，n_heads = ${b.nHeads}，d_ff = ${b.dff}，${isGated ? "SwiGLU" : "GELU"}，${norm.get()}，偏置${bias.get() ? "有" : "无"}，T = ${T}` }),
+      const table = (parts, names, kind, total, caption) => el("table", {}, [
+        el("caption", { class: "olp-note", text: caption }),
         el("tr", {}, ["", "数量", "占比"].map((t) => el("th", { scope: "col", text: t }))),
-        ...rows(b.params, PARAM_NAMES, "参数", totalP),
-        el("tr", {}, [el("th", { scope: "row", text: "参数 合计" }), el("td", {}, [count("params.total", totalP)]), el("td")]),
-        ...rows(b.flops, FLOP_NAMES, "FLOPs", totalF),
-        el("tr", {}, [el("th", { scope: "row", text: "FLOPs 合计" }), el("td", {}, [count("flops.total", totalF)]), el("td")]),
+        ...Object.entries(parts).map(([k, v]) => el("tr", {}, [
+          el("th", { scope: "row", text: names[k] }), el("td", {}, [count(`${kind}.${k}`, v)]),
+          el("td", {}, [percent(`${kind}.${k}.share`, v / total)])])),
+        el("tr", {}, [el("th", { scope: "row", text: "合计" }), el("td", {}, [count(`${kind}.total`, total)]), el("td")]),
       ]);
-      out.replaceChildren(table, stacked(b.params, PARAM_NAMES, "参数占比"),
+      const setting = el("p", { class: "olp-note", text: `d_model = ${d}，n_heads = ${b.nHeads}，d_ff = ${b.dff}，${isGated ? "SwiGLU" : "GELU"}，${norm.get()}，偏置${bias.get() ? "有" : "无"}，T = ${T}` });
+      out.replaceChildren(setting, table(b.params, PARAM_NAMES, "params", totalP, "参数"),
+                          table(b.flops, FLOP_NAMES, "flops", totalF, `前向 FLOPs（T = ${T}）`),
+                          stacked(b.params, PARAM_NAMES, "参数占比"),
                           stacked(b.flops, FLOP_NAMES, `前向 FLOPs 占比（T = ${T}）`));
     }
     draw();
