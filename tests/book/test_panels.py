@@ -197,8 +197,8 @@ def test_the_tiny_gpt_runs_in_chapter_7s_page():
 def test_a_page_panel_of_an_unknown_kind_is_refused():
     from onelayer.book.panels import PagePanel
 
-    with pytest.raises(ValueError, match="实际为 'gpt'"):
-        PagePanel("gpt", {}, "x")
+    with pytest.raises(ValueError, match="实际为 'attention'"):
+        PagePanel("attention", {}, "x")
 
 
 # ---- in the built book ----
