@@ -209,8 +209,9 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         assert_close(shown, EXPECTED[kind](controls), f"{name}：Run All 之后")
         shown_text = panel.locator(".olp-out").text_content()
         assert "0000000" not in shown_text and "9999999" not in shown_text
-        panel.locator("input[type=range]").first.focus()
-        page.keyboard.press("ArrowRight")
+        # Drag the first slider one step (JupyterLab keeps arrow keys for its own shortcuts).
+        page.evaluate("p => { const s = p.querySelector('input[type=range]'); s.stepUp();"
+                      " s.dispatchEvent(new Event('input', {bubbles: true})); }", handle)
         moved_controls, moved = page.evaluate(READ_PANEL, handle)
         assert moved_controls != controls and moved != shown, f"{name}：移动滑块后面板没有变"
         assert_close(moved, EXPECTED[kind](moved_controls), f"{name}：移动滑块之后")
