@@ -4,15 +4,14 @@ Starts the pinned JupyterLab, with its default settings, on 127.0.0.1 (a free po
 token) over a temporary copy of the chapters, trusted as `make lab` trusts them; Jupyter's
 config, data, runtime, settings and workspace directories are temporary too, so nothing in
 the repository or the home directory changes. Headless Chromium then opens each chapter:
-the saved panels are drawn before anything runs and the frame players move, MyST is
-rendered and the exercise answers are folded; Run All; the first figure of the live panel
-is the PNG that Python draws for the panel's default values; a slider moved by one step
-redraws it.
+the saved panels are drawn before anything runs, the frame players move and the panel that
+computes in the page runs its script (the notebook is trusted), MyST is rendered and the
+exercise answers are folded; Run All; the panel, drawn again by the kernel's output, shows
+onelayer's numbers, and again after a slider is moved by one step.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -25,19 +24,20 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_panels import EXPECTED, READ_PANEL, assert_close
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 JUPYTER = Path(sys.executable).with_name("jupyter")
-# The chapters opened in Lab, with the function that builds each one's live panel.
+# The chapters opened in Lab, with the call of each one's panel that computes in the page
+# and that panel's kind.
 LIVE_PANELS = {
-    "01_ffn.ipynb": "onelayer.book.widgets.ch01:ffn_explorer",
-    "04_layernorm.ipynb": "onelayer.book.widgets.ch04:layernorm_explorer",
+    "01_ffn.ipynb": ("ffn_explorer()", "ffn"),
+    "04_layernorm.ipynb": ("layernorm_explorer()", "layernorm"),
 }
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PNG_SRC = re.compile(r'src="data:image/png;base64,([^"]+)"')
 # MyST that jupyterlab-myst renders: none of it may be left as source text.
 RAW_MYST = ("VBox(children=", ":::{admonition}", ":class: dropdown", "{cite:", "{doc}",
             "```{note}", "```{admonition}")
@@ -126,42 +126,6 @@ def wait_until_serving(lab: Lab, server: subprocess.Popen, timeout: float = 60) 
     pytest.fail(f"JupyterLab 在 {timeout} 秒内没有响应：\n{lab.log_tail()}")
 
 
-def python_panel_png(name: str, first_slider_steps: int = 0) -> bytes:
-    """The PNG the chapter's live panel draws in Python, at its default values with its first
-    slider moved ``first_slider_steps`` steps."""
-    import importlib
-
-    import ipywidgets as widgets
-
-    from onelayer.book import plotting
-
-    module, function = LIVE_PANELS[name].split(":")
-    shown = []
-    original = plotting.display
-    plotting.use_book_style()  # what every chapter's onelayer.setup() does
-    plotting.display = shown.append
-    try:
-        panel = getattr(importlib.import_module(module), function)()
-
-        def sliders(widget):
-            if isinstance(widget, widgets.FloatSlider):
-                yield widget
-            for child in getattr(widget, "children", ()):
-                yield from sliders(child)
-
-        first = next(sliders(panel))
-        first.value = round(first.value + first_slider_steps * first.step, 6)
-    finally:
-        plotting.display = original
-    return png_of(shown[-1].data)
-
-
-def png_of(html: str) -> bytes:
-    found = PNG_SRC.findall(html)
-    assert len(found) == 1, html[:300]
-    return base64.b64decode(found[0])
-
-
 def cell_indices(notebook: dict, predicate) -> list[int]:
     return [i for i, cell in enumerate(notebook["cells"]) if predicate(cell)]
 
@@ -174,7 +138,7 @@ def test_chapter_in_jupyterlab(browser, lab, name):
     n_cells = len(notebook["cells"])
     with_widgets = cell_indices(notebook, lambda c: any(
         WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", [])))
-    call = LIVE_PANELS[name].split(":")[1] + "()"
+    call, kind = LIVE_PANELS[name]
     (live,) = cell_indices(notebook, lambda c: "".join(c["source"]).strip() == call)
     n_dropdowns = sum("".join(c["source"]).count(":class: dropdown") for c in notebook["cells"])
 
@@ -191,8 +155,9 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         # Before running: the saved panels are drawn from the saved widget state.
         for i in with_widgets:
             cells.nth(i).locator(".jupyter-widgets").first.wait_for(state="attached")
-        saved_png = cells.nth(live).locator(".widget-output img").first
-        saved_png.wait_for(state="attached")
+        # The saved panel that computes in the page runs its script before any kernel does.
+        mounted = f".onelayer-panel[data-kind={kind}][data-mounted]"
+        cells.nth(live).locator(mounted).wait_for(state="attached", timeout=30_000)
         # The frame players work without a kernel: their slider is linked in the browser.
         players = page.locator(".jp-NotebookPanel .jp-Notebook .frame-player")
         assert players.count() >= 1
@@ -235,22 +200,21 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         outputs = page.locator(".jp-NotebookPanel .jp-Notebook .jp-OutputArea")
         assert not any("Traceback" in t for t in outputs.all_text_contents()), name
 
-        # The live panel, drawn by the kernel: its first figure is the one Python draws.
-        panel = cells.nth(live)
-        panel.locator(".jupyter-widgets.widget-vbox:not(.jupyter-widgets-disconnected)"
-                      ).first.wait_for(state="attached")
-        img = panel.locator(".widget-output img").first
-        img.wait_for(state="attached")
-        first = img.get_attribute("src")
-        assert png_of(f'src="{first}"') == python_panel_png(name), f"{name}：第一幅图不对"
-        assert "0000000" not in panel.text_content() and "9999999" not in panel.text_content()
-
-        # Move the first slider one step: the kernel redraws what Python draws there.
-        panel.locator(".noUi-handle").first.focus()
-        page.keyboard.press("ArrowRight")
-        expect(img).not_to_have_attribute("src", first, timeout=30_000)
-        moved = png_of(f'src="{img.get_attribute("src")}"')
-        assert moved == python_panel_png(name, first_slider_steps=1), f"{name}: 移动滑块后的图不对"
+        # The panel, output again by the kernel, computes onelayer's numbers; a slider moved by
+        # one step recomputes them.
+        panel = cells.nth(live).locator(mounted)
+        panel.wait_for(state="attached", timeout=30_000)
+        handle = panel.element_handle()
+        controls, shown = page.evaluate(READ_PANEL, handle)
+        assert_close(shown, EXPECTED[kind](controls), f"{name}：Run All 之后")
+        shown_text = panel.locator(".olp-out").text_content()
+        assert "0000000" not in shown_text and "9999999" not in shown_text
+        # Drag the first slider one step (JupyterLab keeps arrow keys for its own shortcuts).
+        page.evaluate("p => { const s = p.querySelector('input[type=range]'); s.stepUp();"
+                      " s.dispatchEvent(new Event('input', {bubbles: true})); }", handle)
+        moved_controls, moved = page.evaluate(READ_PANEL, handle)
+        assert moved_controls != controls and moved != shown, f"{name}：移动滑块后面板没有变"
+        assert_close(moved, EXPECTED[kind](moved_controls), f"{name}：移动滑块之后")
         assert errors == [], errors
     finally:
         page.close()

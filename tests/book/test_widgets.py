@@ -30,11 +30,12 @@ def test_panels_draw_on_their_own_figures_not_pyplots():
     import matplotlib.pyplot as plt
     from ipywidgets import widgets
 
-    from onelayer.book.widgets.ch01 import ffn_explorer, fish_frames
+    from onelayer.book.widgets.ch01 import fish_frames
+    from onelayer.book.widgets.ch03 import residual_gradient_explorer
     from onelayer.book.widgets.ch04 import layernorm_frames
 
     plt.close("all")
-    panels = [fish_frames(), layernorm_frames(), ffn_explorer()]
+    panels = [fish_frames(), layernorm_frames(), residual_gradient_explorer()]
     assert plt.get_fignums() == []  # a callback on another thread cannot clobber pyplot
     assert all(isinstance(p, widgets.VBox) for p in panels)
 
@@ -58,19 +59,22 @@ def _drawn_by_panel(monkeypatch):
     return shown
 
 
-def test_a_slider_value_bounced_back_by_the_browser_does_not_redraw(monkeypatch):
+def test_a_slider_value_bounced_back_by_the_browser_does_not_redraw():
     # The browser snaps 0.6 to its step grid from -2.0 and sends back -2.0 + 26 * 0.1.
-    from onelayer.book.widgets.ch01 import ffn_explorer
+    import ipywidgets as widgets
 
-    shown = _drawn_by_panel(monkeypatch)
-    panel = ffn_explorer()
-    x0 = panel.children[0].children[0].children[0]
-    assert x0.value == 0.6 and len(shown) == 1
-    x0.value = -2.0 + 26 * 0.1
-    assert x0.value == 0.6000000000000001
-    assert len(shown) == 1  # not recomputed: the same value after rounding to the step
-    x0.value = 0.7
-    assert len(shown) == 2
+    from onelayer.book.widgets.live import float_slider, live_output
+
+    calls = []
+    slider = float_slider(0.6, -2.0, 2.0, 0.1, "x")
+    live_output(lambda x: calls.append(x), {"x": slider})
+    assert calls == [0.6]
+    slider.value = -2.0 + 26 * 0.1
+    assert slider.value == 0.6000000000000001
+    assert calls == [0.6]  # not recomputed: the same value after rounding to the step
+    slider.value = 0.7
+    assert calls == [0.6, 0.7]
+    assert isinstance(slider, widgets.FloatSlider) and slider.readout_format == ".1f"
 
 
 def test_live_panels_get_values_rounded_to_the_step(monkeypatch):
@@ -91,24 +95,8 @@ def test_live_panels_get_values_rounded_to_the_step(monkeypatch):
 
 
 def test_float_sliders_read_out_their_value_at_the_step_precision():
-    import ipywidgets as widgets
-
-    from onelayer.book.widgets.ch01 import ffn_explorer
-    from onelayer.book.widgets.ch02 import activation_explorer
-    from onelayer.book.widgets.ch04 import layernorm_explorer
-    from onelayer.book.widgets.ch06 import block_explorer
     from onelayer.book.widgets.live import readout_format
 
-    def sliders(widget):
-        if isinstance(widget, widgets.FloatSlider | widgets.FloatRangeSlider):
-            yield widget
-        for child in getattr(widget, "children", ()):
-            yield from sliders(child)
-
-    found = [s for panel in (ffn_explorer(), activation_explorer(), layernorm_explorer(),
-                             block_explorer()) for s in sliders(panel)]
-    assert len(found) == 4 + 2 + 12 + 1
-    assert all(s.readout_format == readout_format(s.step) for s in found)
     assert [readout_format(s) for s in (0.1, 0.05, 0.5, 2.0)] == [".1f", ".2f", ".1f", ".0f"]
 
 

@@ -1,8 +1,17 @@
-"""ipywidgets panels, one module per chapter (``ch01`` … ``ch07``) plus the shared
-``frame_player``.
+"""Panels, one module per chapter (``ch01`` … ``ch07``) plus the shared ``frame_player``.
 
-Two kinds: ``*_explorer`` panels recompute on every change and need a running kernel
-(in the HTML book they show their stored state); ``*_frames`` panels show figures drawn in
-advance and are linked in the browser, so they also work in the static HTML book. Each
-chapter draws one figure function for both kinds, on figures it owns (never pyplot's).
+Three kinds:
+
+- ``*_frames``: figures drawn in advance behind a slider, linked in the browser, so they
+  work in the static HTML book too;
+- page panels (``ffn_explorer``, ``activation_explorer``, ``layernorm_explorer``,
+  ``block_explorer``): small maths computed by the page's own script
+  (``onelayer.book.panels``), in the HTML book and in JupyterLab alike, from weights and
+  inputs that Python writes as JSON;
+- live ipywidgets panels (``residual_gradient_explorer``, ``norm_position_explorer``,
+  ``generation_explorer``) that recompute with PyTorch and need a running kernel; their
+  cells carry ``remove-output``, so the HTML book shows no controls that move nothing.
+
+Each chapter draws one figure function for its frames and its live panel, on figures it
+owns (never pyplot's).
 """

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from onelayer.book.plotting import new_figure, show_with_alt
+from onelayer.book.panels import PagePanel
+from onelayer.book.plotting import new_figure
 from onelayer.book.widgets.frames import frame_player
-from onelayer.book.widgets.live import float_slider, live_output
 from onelayer.data import TOKENS, sentence_ffn, sentence_x
 from onelayer.ffn import trace_ffn
 
@@ -45,28 +45,25 @@ def _alt(x1: str, activations: Sequence[str]) -> str:
     return f"柱状图：{x1}时，“鱼”的 16 个探测器激活前（灰）与 {shown}的数值。"
 
 
-def ffn_explorer() -> widgets.VBox:
-    """Edit the four numbers of x_鱼, pick ReLU or GELU, watch h, act(h) and the output."""
+def ffn_explorer() -> PagePanel:
+    """Edit the four numbers of x_鱼, pick ReLU or GELU, watch h, act(h) and the output.
+
+    Computed in the page (``panels/ffn.js``) from the weights of ``sentence_ffn``, written
+    here as JSON; ``ffn_panel_data`` is what the page receives.
+    """
+    return PagePanel("ffn", ffn_panel_data(), "“鱼”的 FFN：改输入、换激活函数")
+
+
+def ffn_panel_data() -> dict:
+    """x_鱼 (rounded to the sliders' step) and W1, b1, W2, b2 of the 猫吃鱼 FFN, as lists,
+    with W stored as [in, out] so that the page computes x·W + b."""
+    ffn = sentence_ffn("gelu")
     fish = sentence_x()[TOKENS.index("鱼")].tolist()
-    sliders = [
-        float_slider(round(v, 2), -2.0, 2.0, 0.1, f"x_鱼[{i}]")
-        for i, v in enumerate(fish)
-    ]
-    act = widgets.ToggleButtons(options=["gelu", "relu"], value="gelu", description="激活函数")
-
-    def update(activation: str, **xs: float) -> None:
-        x = torch.tensor([xs[f"x{i}"] for i in range(4)])
-        t = trace_ffn(sentence_ffn(activation), x)
-        print("x·W1 + b1（前 4 个探测器）:", [round(v, 3) for v in t.pre[:4].tolist()])
-        print(f"{activation}(·)（前 4 个探测器）:", [round(v, 3) for v in t.post[:4].tolist()])
-        print("FFN 输出 [4]:", [round(v, 3) for v in t.out.tolist()])
-        fig = detector_figure(x, [activation], "“鱼”的 16 个探测器：激活前后")
-        show_with_alt(fig, _alt("当前输入", [activation]))
-
-    out = live_output(
-        update, {"activation": act, **{f"x{i}": s for i, s in enumerate(sliders)}}
-    )
-    return widgets.VBox([widgets.HBox([widgets.VBox(sliders), act]), out])
+    return {
+        "x": [round(v, 1) for v in fish],
+        "W1": ffn.w1.weight.detach().T.tolist(), "b1": ffn.w1.bias.detach().tolist(),
+        "W2": ffn.w2.weight.detach().T.tolist(), "b2": ffn.w2.bias.detach().tolist(),
+    }
 
 
 def fish_frames() -> widgets.VBox:

@@ -9,9 +9,9 @@ import torch
 from matplotlib.figure import Figure
 
 from onelayer.activations import ACTIVATIONS, value_and_grad
-from onelayer.book.plotting import new_figure, show_with_alt
+from onelayer.book.panels import PagePanel
+from onelayer.book.plotting import new_figure
 from onelayer.book.widgets.frames import frame_player
-from onelayer.book.widgets.live import float_slider, live_output, readout_format
 
 
 def _activation_figure(names: Sequence[str], lo: float, hi: float, z: float) -> Figure:
@@ -48,19 +48,6 @@ def _activation_alt(names: Sequence[str], lo: float, hi: float, z: float) -> str
     )
 
 
-def _plot_activation_curves(names: tuple[str, ...], x_range: tuple[float, float], z: float) -> None:
-    if not names:
-        print("请至少选一个激活函数。")
-        return
-    lo, hi = min(x_range[0], z), max(x_range[1], z)
-    print(f"预激活值 z = {z:+.2f}")
-    print("激活函数      act(z)     act′(z)")
-    for name in names:
-        y0, g0 = value_and_grad(name, torch.tensor([z], dtype=torch.float64))
-        print(f"{name:10s} {y0.item():+9.4f}  {g0.item():+9.4f}")
-    show_with_alt(_activation_figure(names, lo, hi, z), _activation_alt(names, lo, hi, z))
-
-
 def activation_frames() -> widgets.VBox:
     """Chapter 2, without a kernel: slide z and compare ReLU, GELU and SiLU at that point."""
     names, lo, hi = ("relu", "gelu", "silu"), -4.0, 3.0
@@ -71,21 +58,18 @@ def activation_frames() -> widgets.VBox:
     )
 
 
-def activation_explorer() -> widgets.VBox:
-    """Pick activations, the input range and one pre-activation z; see act(z) and act′(z)."""
-    names = widgets.SelectMultiple(
-        options=[n for n in ACTIVATIONS if n != "identity"],
-        value=("relu", "gelu", "silu"),
-        rows=5,
-        description="激活函数",
-    )
-    x_range = widgets.FloatRangeSlider(
-        value=(-4.0, 4.0), min=-8.0, max=8.0, step=0.5, description="输入范围",
-        readout_format=readout_format(0.5),
-    )
-    z = float_slider(-2.3, -8.0, 8.0, 0.05, "预激活 z")
-    out = live_output(
-        lambda names, x_range, z: _plot_activation_curves(tuple(names), x_range, z),
-        {"names": names, "x_range": x_range, "z": z},
-    )
-    return widgets.VBox([widgets.HBox([names, widgets.VBox([x_range, z])]), out])
+# The activations the page offers, in the order of onelayer.activations (identity is no shape).
+PAGE_ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "sigmoid")
+
+
+def activation_explorer() -> PagePanel:
+    """Pick activations, the input range and one pre-activation z; see act(z) and act′(z).
+
+    Computed in the page (``panels/activation.js``, the formulas of onelayer.activations and
+    their derivatives written out); a test compares them with ``value_and_grad``.
+    """
+    missing = set(ACTIVATIONS) - {"identity", *PAGE_ACTIVATIONS}
+    if missing:
+        raise ValueError(f"页面面板缺少激活函数 {sorted(missing)}：在 panels/activation.js 中补上")
+    return PagePanel("activation", {"selected": ["relu", "gelu", "silu"], "range": [-4.0, 4.0],
+                                    "z": -2.3}, "激活函数的形状与导数")

@@ -10,10 +10,13 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from onelayer.book.panels import PagePanel
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
 from onelayer.book.widgets.live import live_output
 from onelayer.chapters.ch05_norm_position import init_grad_norms
+from onelayer.checks import check_last_dim
+from onelayer.norms import LayerNorm
 
 POSITION_NAMES = {"post": "Post-LN：LN(x + F(x))", "pre": "Pre-LN：x + F(LN(x))"}
 POSITION_COLORS = {"post": "tab:orange", "pre": "tab:blue"}
@@ -105,3 +108,21 @@ def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
     out = live_output(
         update, {"n_layers": depth, "positions": arrangement, "init_name": init})
     return widgets.VBox([depth, arrangement, init, out])
+
+
+def prepost_explorer(x: torch.Tensor, s: torch.Tensor, n_layers: int = 1) -> PagePanel:
+    """The worked example in the page: x through ``n_layers`` copies of F(v) = v ⊙ s, as
+    Post-Norm LN(x + F(x)) and as Pre-Norm x + F(LN(x)) (LayerNorm with γ = 1, β = 0).
+
+    Computed in the page (``panels/prepost.js``) from the chapter's own ``x`` and ``s``,
+    rounded to the sliders' step of 0.1.
+    """
+    for name, v in (("x", x), ("s", s)):
+        if v.dim() != 1:
+            raise ValueError(f"{name} 应为一维向量，实际形状为 {list(v.shape)}")
+        check_last_dim(v, 4)
+    if not 1 <= n_layers <= 12:
+        raise ValueError(f"n_layers 应在 1 到 12 之间，实际为 {n_layers}")
+    return PagePanel("prepost", {"x": [round(v, 1) for v in x.tolist()],
+                                 "s": [round(v, 1) for v in s.tolist()], "L": n_layers,
+                                 "eps": LayerNorm(4).eps}, "“鱼”的向量：后置与前置归一化")

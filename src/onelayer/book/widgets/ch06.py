@@ -7,9 +7,9 @@ import torch
 from matplotlib.figure import Figure
 
 from onelayer.block import BlockConfig, TransformerBlock
-from onelayer.book.plotting import new_figure, show_with_alt
+from onelayer.book.panels import PagePanel
+from onelayer.book.plotting import new_figure
 from onelayer.book.widgets.frames import frame_player
-from onelayer.book.widgets.live import float_slider, live_output
 from onelayer.params import block_flops, block_parameter_breakdown
 
 BLOCK_PART_NAMES = {"attention": "注意力", "ffn": "FFN", "norms": "归一化"}
@@ -94,40 +94,16 @@ def block_ratio_frames(d_model: int = 768, seq_len: int = 1024) -> widgets.VBox:
     return frame_player(draw, ratios, "d_ff 倍数", alt, start=ratios.index(4.0))
 
 
-def _show_block_breakdown(d_model: int, ratio: float, gated: bool, norm: str, bias: bool,
-                          seq_len: int) -> None:
-    block = meta_block(d_model, ratio, gated, norm, bias)
-    cfg = block.config
-    params, flops = block_parameter_breakdown(block), block_flops(block, seq_len)
-    print(f"d_model = {cfg.d_model}，n_heads = {cfg.n_heads}，d_ff = {cfg.ffn_width}，"
-          f"{'SwiGLU' if gated else 'GELU'}，{norm}，偏置 {'有' if bias else '无'}")
-    total_p, total_f = sum(params.values()), sum(flops.values())
-    for key, n in params.items():
-        print(f"  参数 {BLOCK_PART_NAMES[key]:<6} {n:>14,}  {n / total_p:6.1%}")
-    print(f"  参数 合计   {total_p:>14,}")
-    for key, n in flops.items():
-        print(f"  FLOPs {BLOCK_FLOP_NAMES[key]:<9} {n:>16,}  {n / total_f:6.1%}")
-    fig = block_breakdown_figure({"这个块": block}, seq_len, "一个块的参数与计算量")
-    ffn_share = params["ffn"] / total_p
-    show_with_alt(fig, f"两条堆叠横条：这个块的参数（左，FFN 占 {ffn_share:.0%}）和 "
-                       f"T = {seq_len} 时的前向 FLOPs（右）按部件的占比。")
+BLOCK_D_MODELS = (64, 256, 768, 1024, 2048, 4096)
 
 
-def block_explorer() -> widgets.VBox:
+def block_explorer() -> PagePanel:
     """Pick d_model, d_ff/d_model, plain or gated, the norm, biases and T; see where one
-    block's parameters and FLOPs go (blocks built on the meta device: instant at any size)."""
-    d_model = widgets.Dropdown(options=[64, 256, 768, 1024, 2048, 4096], value=768,
-                               description="d_model")
-    ratio = float_slider(4.0, 0.5, 8.0, 0.5, "d_ff/d_model",
-                         style={"description_width": "initial"})
-    gated = widgets.ToggleButtons(options=[("普通 GELU", False), ("SwiGLU", True)],
-                                  value=False, description="FFN")
-    norm = widgets.ToggleButtons(options=["layernorm", "rmsnorm"], description="归一化")
-    bias = widgets.Checkbox(value=True, description="偏置")
-    seq_len = widgets.SelectionSlider(options=[2**k for k in range(6, 17)], value=1024,
-                                      description="序列长度 T")
-    out = live_output(
-        _show_block_breakdown, {"d_model": d_model, "ratio": ratio, "gated": gated,
-                                "norm": norm, "bias": bias, "seq_len": seq_len})
-    controls = widgets.VBox([d_model, ratio, gated, norm, bias, seq_len])
-    return widgets.VBox([controls, out])
+    block's parameters and FLOPs go.
+
+    Computed in the page (``panels/block.js``) by closed-form counts under the conventions
+    of ``block_parameter_breakdown`` and ``block_flops`` (for the block ``meta_block`` builds);
+    a test compares them with those functions over every choice of the controls.
+    """
+    return PagePanel("block", {"d_models": list(BLOCK_D_MODELS), "d_model": 768, "ratio": 4.0,
+                               "seq_len": 1024}, "一个块的参数与计算量")

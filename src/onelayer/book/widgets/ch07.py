@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
+from torch import nn
 
+from onelayer.book.panels import PagePanel
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
 from onelayer.book.widgets.live import live_output
@@ -70,3 +74,55 @@ def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
     out = live_output(
         update, {"prompt": prompt, "temperature": temperature, "top_k": top_k, "seed": seed})
     return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])
+
+
+def _float32_base64(t: torch.Tensor) -> str:
+    """The tensor's float32 values, row-major, little-endian, as base64 (exact, and smaller
+    than decimal text)."""
+    return base64.b64encode(t.detach().to(torch.float32).contiguous().numpy().astype("<f4")
+                            .tobytes()).decode("ascii")
+
+
+def _linear(layer: nn.Linear) -> dict:
+    return {"in": layer.in_features, "out": layer.out_features, "W": _float32_base64(layer.weight),
+            "b": _float32_base64(layer.bias) if layer.bias is not None else None}
+
+
+def _layer_norm(norm: nn.Module) -> dict:
+    return {"eps": norm.eps, "weight": _float32_base64(norm.weight),
+            "bias": _float32_base64(norm.bias) if norm.bias is not None else None}
+
+
+def gpt_panel_data(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃") -> dict:
+    """What the page needs to run ``model``: its sizes, vocabulary and float32 weights, and
+    the fact table (to mark the right answer)."""
+    cfg = model.config
+    block_cfg = cfg.block
+    if block_cfg.norm != "layernorm" or block_cfg.gated or cfg.vocab_size != len(corpus.vocab):
+        raise ValueError("页面里的模型应为 LayerNorm、非门控的 TinyGPT，词表与语料相同；实际为 "
+                         f"norm={block_cfg.norm!r}，gated={block_cfg.gated}，"
+                         f"vocab_size={cfg.vocab_size}（语料词表 {len(corpus.vocab)} 个字）")
+    if any(block.mlp is None for block in model.blocks):
+        raise ValueError("页面里的模型的每一块都应有 FFN（d_ff > 0），实际有一块没有")
+    corpus.encode(prompt)  # ValueError for characters outside the vocabulary
+    blocks = [{"ln_1": _layer_norm(b.ln_1), "ln_2": _layer_norm(b.ln_2),
+               "attn": {"qkv": _linear(b.attn.qkv), "proj": _linear(b.attn.proj)},
+               "w1": _linear(b.mlp.w1), "w2": _linear(b.mlp.w2)} for b in model.blocks]
+    ln_f = None if isinstance(model.ln_f, nn.Identity) else _layer_norm(model.ln_f)
+    return {
+        "prompt": prompt,
+        "facts": {s + r: o for (s, r), o in corpus.facts.items()},
+        "model": {"d": block_cfg.d_model, "n_heads": block_cfg.n_heads,
+                  "block_size": cfg.block_size, "activation": block_cfg.activation,
+                  "norm_position": block_cfg.norm_position, "vocab": corpus.vocab,
+                  "tok": _float32_base64(model.tok.weight),
+                  "pos": _float32_base64(model.pos.weight),
+                  "blocks": blocks, "ln_f": ln_f},
+    }
+
+
+def tiny_gpt_in_page(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃") -> PagePanel:
+    """The trained model running in the page (``panels/gpt.js``): type a prompt, see the
+    next-token distribution under temperature and top-k, a sampled continuation and the FFN
+    neurons that fire most on the last character. A test compares its logits with PyTorch's."""
+    return PagePanel("gpt", gpt_panel_data(model, corpus, prompt), "在页面里运行的小 GPT")

@@ -1,0 +1,480 @@
+"""Panels that compute in the page: the page's numbers against onelayer's, and the rule that
+every control in the built book changes its panel.
+
+The expected values are computed here by onelayer (in float64, from the values the page's
+controls hold), never typed in. The browser tests run on the built book (`jupyter-book build`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+import torch
+from test_site import server, toc_pages  # noqa: F401 - the built book's server fixture
+
+# Numbers that are round-off of zero in both implementations (a mean of x̂, a ReLU of 0 …)
+# are compared absolutely; everything else to 1e-6 relative.
+REL, ABS = 1e-6, 1e-12
+PANEL_PAGES = {
+    "ffn": "chapters/01_ffn.html",
+    "activation": "chapters/02_activation.html",
+    "layernorm": "chapters/04_layernorm.html",
+    "prepost": "chapters/05_pre_post_norm.html",
+    "block": "chapters/06_block.html",
+}
+
+
+# ---- what Python says, from the controls' values ----
+
+def expected_ffn(controls: dict) -> dict[str, float]:
+    from onelayer.data import sentence_ffn
+    from onelayer.ffn import trace_ffn
+
+    x = torch.tensor([float(controls[f"x{i}"]) for i in range(4)], dtype=torch.float64)
+    with torch.no_grad():
+        t = trace_ffn(sentence_ffn(controls["activation"]).double(), x)
+    return {f"{key}.{i}": v for key, values in (("pre", t.pre), ("post", t.post), ("out", t.out))
+            for i, v in enumerate(values.tolist())}
+
+
+def expected_activation(controls: dict) -> dict[str, float]:
+    from onelayer.activations import value_and_grad
+
+    z = torch.tensor([float(controls["z"])], dtype=torch.float64)
+    found = {}
+    for name in ("relu", "gelu", "gelu_tanh", "silu", "sigmoid"):
+        if controls[f"act-{name}"]:
+            value, grad = value_and_grad(name, z)
+            found[f"{name}.value"], found[f"{name}.grad"] = value.item(), grad.item()
+    return found
+
+
+def expected_layernorm(controls: dict) -> dict[str, float]:
+    from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
+
+    def vector(prefix):
+        values = [float(controls[f"{prefix}{i}"]) for i in range(4)]
+        return torch.tensor(values, dtype=torch.float64)
+
+    x = vector("x")
+    norm = (LayerNorm(4) if controls["kind"] == "LayerNorm" else RMSNorm(4)).double()
+    with torch.no_grad():
+        norm.weight.copy_(vector("g"))
+        if controls["kind"] == "LayerNorm":
+            norm.bias.copy_(vector("b"))
+        rows = {"x": x, "xhat": norm.normalized(x), "y": norm(x)}
+    found = {}
+    for key, v in rows.items():
+        mean, var = mean_and_biased_var(v)
+        found.update({f"{key}.{i}": value for i, value in enumerate(v.tolist())})
+        found.update({f"{key}.mean": mean.item(), f"{key}.var": var.item(),
+                      f"{key}.rms": v.pow(2).mean().sqrt().item()})
+    return found
+
+
+def expected_prepost(controls: dict) -> dict[str, float]:
+    from onelayer.norms import LayerNorm
+    from onelayer.residual import norm_sublayer
+
+    x = torch.tensor([float(controls[f"x{i}"]) for i in range(4)], dtype=torch.float64)
+    s = torch.tensor([float(controls[f"s{i}"]) for i in range(4)], dtype=torch.float64)
+    n_layers = int(controls["L"])
+    norm = LayerNorm(4).double()
+    found = {}
+    for position in ("post", "pre"):
+        stream = x
+        with torch.no_grad():
+            for layer in range(1, n_layers + 1):
+                stream = norm_sublayer(stream, lambda v: v * s, norm, position)
+                found[f"{position}.{layer}.rms"] = stream.pow(2).mean().sqrt().item()
+        found.update({f"{position}.{n_layers}.{i}": v for i, v in enumerate(stream.tolist())})
+    return found
+
+
+def expected_block(controls: dict) -> dict[str, float]:
+    from onelayer.book.widgets.ch06 import meta_block
+    from onelayer.params import block_flops, block_parameter_breakdown
+
+    block = meta_block(int(controls["d_model"]), float(controls["ratio"]),
+                       controls["gated"] == "gated", controls["norm"], bool(controls["bias"]))
+    found = {}
+    for kind, parts in (("params", block_parameter_breakdown(block)),
+                        ("flops", block_flops(block, 2 ** int(controls["log2T"])))):
+        total = sum(parts.values())
+        found[f"{kind}.total"] = total
+        for key, n in parts.items():
+            found[f"{kind}.{key}"], found[f"{kind}.{key}.share"] = n, n / total
+    return found
+
+
+EXPECTED = {"ffn": expected_ffn, "activation": expected_activation,
+            "layernorm": expected_layernorm, "prepost": expected_prepost, "block": expected_block}
+
+
+def assert_close(shown: dict[str, list[float]], expected: dict[str, float], where: str) -> None:
+    assert set(shown) == set(expected), (where, sorted(set(shown) ^ set(expected)))
+    for key, values in shown.items():
+        for v in values:
+            assert math.isclose(v, expected[key], rel_tol=REL, abs_tol=ABS), (
+                f"{where}: {key} 页面 {v!r}，Python {expected[key]!r}")
+
+
+# ---- without a browser ----
+
+def test_page_panels_are_self_contained_and_stable():
+    from onelayer.book.widgets.ch01 import ffn_explorer
+    from onelayer.book.widgets.ch02 import activation_explorer
+    from onelayer.book.widgets.ch04 import layernorm_explorer
+    from onelayer.book.widgets.ch06 import block_explorer
+
+    for make in (ffn_explorer, activation_explorer, layernorm_explorer, block_explorer):
+        html = make()._repr_html_()
+        assert html == make()._repr_html_()  # stored outputs compare exactly under nbval
+        requests = re.sub(r'"http://www\.w3\.org/2000/svg"', "", html)  # a namespace, not a request
+        assert not re.search(r"(src|href)\s*=|https?://|import\(|fetch\(", requests), make.__name__
+        data = re.search(r'<script type="application/json">(.*?)</script>', html, re.S).group(1)
+        json.loads(data.replace("<\\/", "</"))
+        assert html.count("</script>") == 2
+
+
+def test_ffn_panel_has_the_weights_of_the_chapter_ffn_for_both_activations():
+    from onelayer.book.widgets.ch01 import ffn_panel_data
+    from onelayer.data import sentence_ffn
+
+    data = ffn_panel_data()
+    for activation in ("gelu", "relu"):
+        ffn = sentence_ffn(activation)
+        assert torch.equal(torch.tensor(data["W1"]), ffn.w1.weight.detach().T)
+        assert torch.equal(torch.tensor(data["W2"]), ffn.w2.weight.detach().T)
+        assert torch.equal(torch.tensor(data["b2"]), ffn.w2.bias.detach())
+    assert data["x"] == [0.6, -0.5, 0.8, -0.4]
+
+
+# Panels that recompute with PyTorch: live ipywidgets in Lab, their output removed from the HTML.
+KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
+                 "05_pre_post_norm": "norm_position_explorer(known=grad)",
+                 "07_tiny_gpt": "generation_explorer(model, corpus)"}
+PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
+                    "04_layernorm": "layernorm_explorer()",
+                    "05_pre_post_norm": "prepost_explorer(x_fish, s)",
+                    "06_block": "block_explorer()"}
+
+
+def test_panel_cells_are_tagged_for_the_html_book():
+    from pathlib import Path
+
+    chapters = Path(__file__).resolve().parents[2] / "chapters"
+    page_unwanted = {"remove-output", "nbval-ignore-output"}
+    for calls, wanted, unwanted in ((KERNEL_PANELS, {"remove-output"}, set()),
+                                    (PAGE_PANEL_CALLS, set(), page_unwanted)):
+        for name, call in calls.items():
+            nb = json.loads((chapters / f"{name}.ipynb").read_text(encoding="utf-8"))
+            (cell,) = [c for c in nb["cells"] if "".join(c["source"]).strip().endswith(call)]
+            tags = set(cell["metadata"].get("tags", []))
+            assert wanted <= tags and not tags & unwanted, (name, tags)
+            if not wanted:  # the page panel is stored as HTML, compared exactly by nbval
+                (output,) = cell["outputs"]
+                assert "onelayer-panel" in "".join(output["data"]["text/html"]), name
+
+
+def test_the_tiny_gpt_runs_in_chapter_7s_page():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]).strip() for c in cells]
+    i = sources.index(KERNEL_PANELS["07_tiny_gpt"])
+    assert sources[i + 1].endswith('tiny_gpt_in_page(model, corpus, "猫吃")')
+    # the weights are trained: not compared digit by digit, but shown in the HTML book
+    assert set(cells[i + 1]["metadata"]["tags"]) == {"nbval-ignore-output"}
+    (output,) = cells[i + 1]["outputs"]
+    assert 'data-kind="gpt"' in "".join(output["data"]["text/html"])
+
+
+def test_a_page_panel_of_an_unknown_kind_is_refused():
+    from onelayer.book.panels import PagePanel
+
+    with pytest.raises(ValueError, match="实际为 'attention'"):
+        PagePanel("attention", {}, "x")
+
+
+# ---- in the built book ----
+
+READ_PANEL = """panel => {
+  const controls = {};
+  for (const c of panel.querySelectorAll('[data-control]')) {
+    const name = c.dataset.control;
+    if (c.type === 'radio') { if (c.checked) controls[name] = c.value; }
+    else if (c.type === 'checkbox') controls[name] = c.checked;
+    else controls[name] = c.value;
+  }
+  const shown = {};
+  for (const n of panel.querySelectorAll('.olp-out [data-key]')) {
+    (shown[n.dataset.key] = shown[n.dataset.key] || []).push(Number(n.dataset.v));
+  }
+  return [controls, shown];
+}"""
+SET_CONTROL = """([panel, name, value]) => {
+  const inputs = [...panel.querySelectorAll(`[data-control="${name}"]`)];
+  const c = inputs.find(i => i.type !== 'radio') || inputs.find(i => i.value === value);
+  if (c.type === 'checkbox') { if (c.checked !== value) c.click(); return; }
+  if (c.type === 'radio') { c.click(); return; }
+  c.value = String(value);
+  c.dispatchEvent(new Event(c.tagName === 'SELECT' ? 'change' : 'input', {bubbles: true}));
+}"""
+# Control settings tried on each panel, one after the other (each on top of the previous).
+SETTINGS = {
+    "ffn": [{}, {"x1": 1.3}, {"activation": "relu"}, {"x0": -2, "x2": 2, "x3": 0.1},
+            {"activation": "gelu", "x1": -1.7}],
+    "activation": [{}, {"z": 0.05}, {"z": -7.95, "act-gelu_tanh": True, "act-sigmoid": True},
+                   {"z": 3.4, "act-relu": False}, {"z": -0.75}],
+    "layernorm": [{}, {"x0": 2.5, "g1": -1.3, "b2": 0.7}, {"kind": "RMSNorm"},
+                  {"token": "猫"},
+                  {"kind": "LayerNorm", "x0": 0.3, "x1": 0.3, "x2": 0.3, "x3": 0.3},
+                  {"token": "吃", "g0": 2, "g1": 2, "g2": 2, "g3": 2, "b3": -2}],
+    "prepost": [{}, {"L": 12}, {"x0": -3, "s1": 0, "s3": -2.7}, {"L": 5, "x1": 0.1, "x2": 0.1},
+                {"L": 1, "s0": 3, "s2": 3}],
+    "block": [{}, {"ratio": 2.5, "gated": "gated", "norm": "rmsnorm", "bias": False},
+              {"d_model": "4096", "ratio": 8, "log2T": 16},
+              {"d_model": "64", "ratio": 0.5, "log2T": 6},
+              {"d_model": "1024", "bias": True, "gated": "plain", "log2T": 11}],
+}
+
+
+def open_panel(browser, server, kind, width=1280):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/{PANEL_PAGES[kind]}", wait_until="load")
+    panel = page.locator(f".onelayer-panel[data-kind={kind}]")
+    assert panel.count() == 1, f"{PANEL_PAGES[kind]}：应有一个 {kind} 面板"
+    page.wait_for_selector(f".onelayer-panel[data-kind={kind}][data-mounted]", timeout=10_000)
+    return page, panel, errors
+
+# A slider each panel's numbers depend on, moved by the keyboard after the settings above.
+KEYBOARD_SLIDER = {"ffn": "x1", "activation": "z", "layernorm": "x0", "prepost": "x1",
+                   "block": "log2T"}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("kind", list(PANEL_PAGES))
+def test_page_panel_numbers_are_pythons(browser, server, kind):  # noqa: F811
+    page, panel, errors = open_panel(browser, server, kind)
+    try:
+        handle = panel.element_handle()
+        for step, setting in enumerate(SETTINGS[kind]):
+            for name, value in setting.items():
+                page.evaluate(SET_CONTROL, [handle, name, value])
+            controls, shown = page.evaluate(READ_PANEL, handle)
+            for name, value in setting.items():
+                if name not in ("token",):
+                    assert str(controls[name]).lower() == str(value).lower() or \
+                        float(controls[name]) == float(value), (name, controls[name], value)
+            assert shown, f"{kind}：面板没有显示数"
+            assert_close(shown, EXPECTED[kind](controls), f"{kind} 第 {step} 组 {controls}")
+        # The keyboard moves a slider too, and its value is announced rounded.
+        slider = panel.locator(f"input[data-control={KEYBOARD_SLIDER[kind]}]")
+        before = page.evaluate(READ_PANEL, handle)[1]
+        slider.focus()
+        page.keyboard.press("ArrowLeft")
+        controls, shown = page.evaluate(READ_PANEL, handle)
+        assert shown != before
+        assert_close(shown, EXPECTED[kind](controls), f"{kind} 键盘")
+        for s in panel.locator("input[type=range]").all():
+            text = s.get_attribute("aria-valuetext")
+            assert text and not re.search(r"\d{6,}", text), text
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+def evaluate_in_panel_page(browser, url: str, kind: str, script: str, arg):
+    """Run ``script(arg)`` on the page of ``kind``'s panel, once its script has loaded."""
+    page, _, errors = open_panel(browser, url, kind)
+    try:
+        result = page.evaluate(script, arg)
+        assert errors == [], errors
+        return result
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):  # noqa: F811
+    """The page's closed-form counts against block_parameter_breakdown / block_flops."""
+    from onelayer.book.widgets.ch06 import BLOCK_D_MODELS
+
+    cases = [(d, r / 2, gated, norm, bias) for d in BLOCK_D_MODELS for r in (1, 3, 8, 11, 16)
+             for gated in (False, True) for norm in ("layernorm", "rmsnorm")
+             for bias in (True, False)]
+    got = evaluate_in_panel_page(browser, server, "block", "cases => cases.map(([d, r, g, n, b])"
+                                 " => onelayerPanels.block(d, r, g, n, b, 1024))", cases)
+    for (d, r, gated, norm, bias), b in zip(cases, got, strict=True):
+        expected = expected_block({"d_model": d, "ratio": r, "norm": norm, "bias": bias,
+                                   "gated": "gated" if gated else "plain", "log2T": 10})
+        page = {f"{kind}.{k}": v for kind in ("params", "flops") for k, v in b[kind].items()}
+        assert page == {k: v for k, v in expected.items()
+                        if k.count(".") == 1 and not k.endswith(".total")}, b
+
+
+@pytest.mark.browser
+def test_activation_panel_formulas_match_onelayer_on_a_grid(browser, server):  # noqa: F811
+    """Values and derivatives on a grid of z (the sliders' grid and beyond), 1e-6 relative."""
+    from onelayer.activations import value_and_grad
+
+    zs = [round(-8 + 0.05 * k, 2) for k in range(321)] + [-30.0, -12.5, 12.5, 30.0]
+    # At exactly 0, autograd on onelayer's sigmoid (through |x|) gives 0, not σ′(0) = 0.25.
+    zs = [z for z in zs if z != 0.0]
+    got = evaluate_in_panel_page(
+        browser, server, "activation", "zs => Object.fromEntries(Object.entries("
+        "onelayerPanels.math.ACTIVATIONS).map(([n, f]) => [n, zs.map(f)]))", zs)
+    for name, pairs in got.items():
+        value, grad = value_and_grad(name, torch.tensor(zs, dtype=torch.float64))
+        for z, (v, g), pv, pg in zip(zs, pairs, value.tolist(), grad.tolist(), strict=True):
+            assert math.isclose(v, pv, rel_tol=REL, abs_tol=ABS), (name, z, v, pv)
+            assert math.isclose(g, pg, rel_tol=REL, abs_tol=ABS), (name, z, g, pg)
+
+
+# What a control's panel shows: the in-page panels' output, or the frame player's visible figure.
+PANEL_STATE = """c => {
+  const panel = c.closest('.onelayer-panel, .frame-player, .cell_output');
+  const out = panel.querySelector('.olp-out');
+  const shown = [...panel.querySelectorAll('img')].filter(i => i.offsetParent !== null)
+    .map(i => i.getAttribute('alt') + i.getAttribute('src').length);
+  return (out ? out.innerHTML : '') + shown.join('|');
+}"""
+# Every control in a cell's output; the theme's copy buttons copy code, they drive no panel.
+CONTROLS = ("input:not([type=hidden]), select, textarea, button:not(.copybtn), [role=slider],"
+            " .noUi-handle")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_every_control_in_the_html_changes_its_panel(browser, server, page_path):  # noqa: F811
+    """The rule: no slider, button, text box or select in an output leaves its panel unchanged."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{server}/{page_path}", wait_until="networkidle")
+        controls = page.locator(f".cell_output :is({CONTROLS})")
+        dead = []
+        for i in range(controls.count()):  # each from the state the previous ones left
+            control = controls.nth(i)
+            if control.is_disabled():
+                continue
+            described = control.evaluate(
+                "c => c.dataset.control || c.getAttribute('aria-label')"
+                " || c.className || c.tagName")
+            before = control.evaluate(PANEL_STATE)
+            kind = control.evaluate(
+                "c => c.tagName === 'SELECT' ? 'select' : (c.type || c.className)")
+            if kind == "select":
+                options = control.evaluate(
+                    "c => [...c.options].map(o => o.value).filter(v => v !== c.value)")
+                control.select_option(options[0])
+            elif kind in ("checkbox", "radio"):
+                if kind == "radio" and control.is_checked():
+                    continue  # choosing the chosen option; its siblings are tried on their own
+                control.click()
+            elif kind in ("text", "textarea", "search"):
+                control.fill(control.input_value() + "猫")
+                control.press("Enter")
+            else:  # a range input, a frame player's handle, a button
+                control.focus()
+                page.keyboard.press("ArrowRight" if kind != "button" else "Enter")
+                page.wait_for_timeout(100)
+                if control.evaluate(PANEL_STATE) == before and kind == "range":
+                    page.keyboard.press("ArrowLeft")
+                    page.keyboard.press("ArrowLeft")
+            page.wait_for_timeout(100)
+            if control.evaluate(PANEL_STATE) == before:
+                dead.append(described)
+        assert dead == [], f"{page_path}：这些控件动了，面板没有变：{dead}"
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+# ---- chapter 7: the tiny GPT in the page ----
+
+def random_tiny_gpt():
+    """Chapter 7's model with random weights, norms and biases included (training is the
+    chapter's business; the forward pass is what the page must get right)."""
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.data import facts_corpus
+    from onelayer.model import TinyGPT
+
+    corpus = facts_corpus()
+    torch.manual_seed(0)
+    model = TinyGPT(facts_gpt_config(corpus)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "ln" in name or name.endswith("bias"):
+                p.add_(0.3 * torch.randn_like(p))
+    return model, corpus
+
+
+def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
+    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.model import TinyGPT
+
+    model, corpus = random_tiny_gpt()
+    attention_only = TinyGPT(facts_gpt_config(corpus, d_ff=0))
+    with pytest.raises(ValueError, match="每一块都应有 FFN"):
+        tiny_gpt_in_page(attention_only, corpus)
+    with pytest.raises(ValueError, match="字符应在词表"):
+        tiny_gpt_in_page(model, corpus, prompt="鱼")
+
+
+@pytest.mark.browser
+def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
+    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import ffn_activations
+
+    model, corpus = random_tiny_gpt()
+    generator = torch.Generator().manual_seed(1)
+    vocab = corpus.vocab
+    prompts = ["猫吃", "猫", "".join(corpus.sentences()[:4])[:16]] + [
+        "".join(vocab[i] for i in torch.randint(len(vocab), (n,), generator=generator))
+        for n in (3, 7, 16)]
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content(f"<!doctype html><html lang='zh-CN'><body>"
+                         f"{tiny_gpt_in_page(model, corpus)._repr_html_()}</body></html>")
+        root = page.locator(".onelayer-panel[data-kind=gpt][data-mounted]")
+        handle = root.element_handle()
+        for prompt in prompts:
+            got = page.evaluate("([root, ids]) => onelayerPanels.gptForward(root.olpModel, ids)",
+                                [handle, corpus.encode(prompt)])
+            with torch.no_grad():
+                logits = model(torch.tensor(corpus.encode(prompt)))[-1]
+            page_logits = torch.tensor(got["logits"], dtype=torch.float64)
+            assert torch.allclose(page_logits, logits.double(), rtol=1e-4, atol=1e-4), prompt
+            # What the panel shows for this prompt (τ = 1, every token): its top-10 logits and
+            # probabilities, and the five FFN neurons that fire most.
+            page.locator("input[data-control=prompt]").fill(prompt)
+            shown = page.evaluate(READ_PANEL, handle)[1]
+            probs = logits.softmax(-1)
+            neurons = ffn_activations(model, torch.tensor(corpus.encode(prompt)))[-1]
+            expected = {**{f"logit.{c}": logits[i].item() for i, c in enumerate(vocab)},
+                        **{f"prob.{c}": probs[i].item() for i, c in enumerate(vocab)},
+                        **{f"neuron.{i}": v for i, v in enumerate(neurons.tolist())}}
+            assert len([k for k in shown if k.startswith("logit.")]) == 10
+            assert len([k for k in shown if k.startswith("neuron.")]) == 5
+            for key, values in shown.items():
+                assert math.isclose(values[0], expected[key], rel_tol=1e-4, abs_tol=1e-4), key
+        # Bad input gets a message in the panel, not an error.
+        for text, message in (("", "提示是空的"), ("猫鱼", "词表里没有这些字：鱼"),
+                              (vocab[0] * 17, "最多 16 个字")):
+            page.locator("input[data-control=prompt]").fill(text)
+            assert message in root.locator(".olp-out").inner_text(), text
+        assert errors == [], errors
+    finally:
+        page.close()
