@@ -55,10 +55,12 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 def sigmoid(x: torch.Tensor) -> torch.Tensor:
     """σ(x) = 1 / (1 + e^(−x))。
 
-    For x < 0 it is computed as e^x / (1 + e^x), so e^(−x) never overflows.
+    For x < 0 it is computed as e^x / (1 + e^x), so e^(−x) never overflows. Each branch
+    exponentiates its own clamped input, so autograd also gets σ′(0) = 1/4 right.
     """
-    e = torch.exp(-x.abs())  # e^(−|x|) ∈ (0, 1]
-    return torch.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    e_neg = torch.exp(-x.clamp(min=0))  # e^(−x) where x ≥ 0, else 1
+    e_pos = torch.exp(x.clamp(max=0))  # e^x where x < 0, else 1
+    return torch.where(x >= 0, 1.0 / (1.0 + e_neg), e_pos / (1.0 + e_pos))
 
 
 def swish(x: torch.Tensor, beta: float = 1.0) -> torch.Tensor:

@@ -163,3 +163,10 @@ def test_fused_activations_are_the_written_out_ones():
         fused, written = get_activation(name, fused=True), get_activation(name)
         assert fused is not written or name == "identity"
         assert torch.allclose(fused(x), written(x), atol=1e-12), name
+
+
+def test_value_and_grad_of_sigmoid_at_zero():
+    value, grad = value_and_grad("sigmoid", torch.tensor([0.0, 2.0, -2.0], dtype=torch.float64))
+    expected = torch.sigmoid(torch.tensor([0.0, 2.0, -2.0], dtype=torch.float64))
+    assert torch.allclose(value, expected)
+    assert torch.allclose(grad, expected * (1 - expected))          # σ′(0) = 1/4
