@@ -20,10 +20,10 @@ SEED_OFFSET ?= 3
 
 test: $(INSTALLED) $(ASSETS)
 	$(BIN)/ruff check .
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(PORTABLE) ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests --nbval chapters \
 		--nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser" \
 		-n 2 --dist loadfile
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/pytest tests -m browser -n 2
 	@if [ "$$CI" != true ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then \
 		echo "没有 Chromium，浏览器测试跳过了：sudo apt-get install chromium 之后再运行 make test 即可加上它们"; \

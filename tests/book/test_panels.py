@@ -13,7 +13,7 @@ import re
 
 import pytest
 import torch
-from test_site import server, toc_pages  # noqa: F401 - the built book's server fixture
+from test_site import toc_pages
 
 # Numbers that are round-off of zero in both implementations (a mean of x̂, a ReLU of 0 …)
 # are compared absolutely; everything else to 1e-6 relative.
@@ -167,7 +167,9 @@ def test_panel_cells_are_tagged_for_the_html_book():
     from pathlib import Path
 
     chapters = Path(__file__).resolve().parents[2] / "chapters"
-    page_unwanted = {"remove-output", "nbval-ignore-output"}
+    # A page panel's HTML holds its inputs at full precision: ch1's are random weights, whose
+    # last bit differs between CPU code paths, so that cell is not compared digit by digit.
+    page_unwanted = {"remove-output"}
     for calls, wanted, unwanted in ((KERNEL_PANELS, {"remove-output"}, set()),
                                     (PAGE_PANEL_CALLS, set(), page_unwanted)):
         for name, call in calls.items():
@@ -175,7 +177,7 @@ def test_panel_cells_are_tagged_for_the_html_book():
             (cell,) = [c for c in nb["cells"] if "".join(c["source"]).strip().endswith(call)]
             tags = set(cell["metadata"].get("tags", []))
             assert wanted <= tags and not tags & unwanted, (name, tags)
-            if not wanted:  # the page panel is stored as HTML, compared exactly by nbval
+            if not wanted:  # the page panel is stored as HTML
                 (output,) = cell["outputs"]
                 assert "onelayer-panel" in "".join(output["data"]["text/html"]), name
 
@@ -244,7 +246,7 @@ SETTINGS = {
 }
 
 
-def open_panel(browser, server, kind, width=1280):  # noqa: F811
+def open_panel(browser, server, kind, width=1280):
     page = browser.new_page(viewport={"width": width, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -261,7 +263,7 @@ KEYBOARD_SLIDER = {"ffn": "x1", "activation": "z", "layernorm": "x0", "prepost":
 
 @pytest.mark.browser
 @pytest.mark.parametrize("kind", list(PANEL_PAGES))
-def test_page_panel_numbers_are_pythons(browser, server, kind):  # noqa: F811
+def test_page_panel_numbers_are_pythons(browser, server, kind):
     page, panel, errors = open_panel(browser, server, kind)
     try:
         handle = panel.element_handle()
@@ -303,7 +305,7 @@ def evaluate_in_panel_page(browser, url: str, kind: str, script: str, arg):
 
 
 @pytest.mark.browser
-def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):  # noqa: F811
+def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):
     """The page's closed-form counts against block_parameter_breakdown / block_flops."""
     from onelayer.book.widgets.ch06 import BLOCK_D_MODELS
 
@@ -321,7 +323,7 @@ def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server): 
 
 
 @pytest.mark.browser
-def test_activation_panel_formulas_match_onelayer_on_a_grid(browser, server):  # noqa: F811
+def test_activation_panel_formulas_match_onelayer_on_a_grid(browser, server):
     """Values and derivatives on a grid of z (the sliders' grid and beyond), 1e-6 relative."""
     from onelayer.activations import value_and_grad
 
@@ -351,7 +353,7 @@ CONTROLS = ("input:not([type=hidden]), select, textarea, button:not(.copybtn), [
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", toc_pages())
-def test_every_control_in_the_html_changes_its_panel(browser, server, page_path):  # noqa: F811
+def test_every_control_in_the_html_changes_its_panel(browser, server, page_path):
     """The rule: no slider, button, text box or select in an output leaves its panel unchanged."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []

@@ -137,9 +137,7 @@ def test_exercise_5_shorter_warmup_and_smaller_learning_rate(corpus):
     stalled = (short.final("post", 15) - unigram).abs() < 0.05
     assert stalled.any()                                  # 预热 15 步：至少一个种子仍然停住
     slow = npos.warmup_experiment(corpus, seeds=seeds, lr=1e-3, positions=("post",))
-    cold, warm = slow.final("post", 0), slow.final("post", 45)
-    assert torch.all(cold < unigram - 0.3)                               # 1e-3 不预热：都学得动
-    assert cold.median() < warm.median()                                 # 而且比预热的还低
+    assert torch.all(slow.final("post", 0) < unigram - 0.3)             # 1e-3 不预热：都学得动
 
 
 def test_tiny_lm_embedding_scale(corpus):
