@@ -3,8 +3,14 @@
 // resize or a change of the page, which can come before the figures and formulas are drawn.
 (() => {
   const SCROLLERS =
-    ".bd-article pre, .bd-article .cell_output, .bd-article .widget-box, .bd-article mjx-container";
+    ".bd-article pre, .bd-article .cell_output, .bd-article .widget-box, .bd-article mjx-container," +
+    " .bd-article .olp-out";
   const update = () => {
+    // The show/hide toggles of folded code are named by their visible text, not by an English
+    // aria-label that differs from it (axe: label-content-name-mismatch).
+    for (const s of document.querySelectorAll("details.hide > summary[aria-label]")) {
+      s.removeAttribute("aria-label");
+    }
     for (const e of document.querySelectorAll(SCROLLERS)) {
       const scrolls = e.scrollWidth > e.clientWidth + 1;
       if (scrolls && !(e.tabIndex >= 0 && e.hasAttribute("tabindex"))) {

@@ -33,7 +33,7 @@ def shot(page, page_path: str, kind: str) -> None:
     page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
 
 
-def open_page(browser, server, page_path, viewport=None, dark=False):  # noqa: F811
+def open_page(browser, server, page_path, viewport=None, dark=False):
     page, _, errors = visit(browser, server, page_path)
     if viewport:
         page.set_viewport_size(viewport)
@@ -90,7 +90,7 @@ MATH_CLIPPED = """() => {
 
 
 @pytest.mark.parametrize("page_path", toc_pages())
-def test_phone_page_fits_math_is_whole_and_figures_readable(browser, server, page_path):  # noqa: F811
+def test_phone_page_fits_math_is_whole_and_figures_readable(browser, server, page_path):
     page, _ = open_page(browser, server, page_path, viewport=PHONE)
     try:
         shot(page, page_path, "phone")
@@ -130,7 +130,7 @@ DARK_BACKGROUNDS = """() => {
 
 
 @pytest.mark.parametrize("page_path", toc_pages())
-def test_dark_mode_figures_on_a_card_and_no_light_slabs(browser, server, page_path):  # noqa: F811
+def test_dark_mode_figures_on_a_card_and_no_light_slabs(browser, server, page_path):
     page, _ = open_page(browser, server, page_path, dark=True)
     try:
         shot(page, page_path, "dark")
@@ -146,9 +146,8 @@ def test_dark_mode_figures_on_a_card_and_no_light_slabs(browser, server, page_pa
         page.close()
 
 
-@pytest.mark.xfail(reason="交互面板（src/onelayer/book/widgets）的可访问性另行修复", strict=False)
 @pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/0")])
-def test_axe_inside_panels(browser, server, page_path):  # noqa: F811
+def test_axe_inside_panels(browser, server, page_path):
     page, _ = open_page(browser, server, page_path)
     try:
         if page.locator(PANELS).count() == 0:
@@ -176,7 +175,7 @@ PRINT_STATE = """() => {
 
 
 @pytest.mark.parametrize("page_path", toc_pages())
-def test_desktop_axe_then_print(browser, server, page_path):  # noqa: F811
+def test_desktop_axe_then_print(browser, server, page_path):
     """Light mode on a desktop: axe-core; then print media: code wraps, no floating buttons."""
     page, _ = open_page(browser, server, page_path)
     try:

@@ -35,7 +35,7 @@
     for (const [k, v] of Object.entries(parts)) {
       const share = v / total;
       bar.append(el("div", { title: `${names[k]} ${(100 * share).toFixed(1)}%`,
-        style: `width:${(100 * share).toFixed(3)}%;background:${COLORS[k]};color:${k === "attention_scores" ? "#000" : "#fff"};` +
+        style: `width:${(100 * share).toFixed(3)}%;background:${COLORS[k]};color:${k === "attention" || k === "attention_proj" ? "#fff" : "#000"};` +
                "font-size:12px;line-height:26px;text-align:center;overflow:hidden;white-space:nowrap;",
         text: share >= 0.08 ? `${(100 * share).toFixed(0)}%` : "" }));
     }
