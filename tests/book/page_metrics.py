@@ -15,10 +15,13 @@ ENTRIES = """() => {
   }));
   return {html: nav.transferSize, load_ms: nav.loadEventEnd, resources: res};
 }"""
+# Half a screen at a time; after each step the page renders one frame (requestAnimationFrame),
+# so the IntersectionObserver that loads the widget manager sees every position even when the
+# machine is busy — a bare timeout could skip past a panel without a frame being drawn.
 SCROLL_TO_BOTTOM = """async () => {
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight / 2) {
     window.scrollTo(0, y);
-    await new Promise(r => setTimeout(r, 30));
+    await new Promise(r => requestAnimationFrame(() => setTimeout(r, 30)));
   }
 }"""
 
