@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
 
-.PHONY: book test lab notebooks bench lint clean
+.PHONY: book test lab notebooks bench lint clean screenshots
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -46,6 +46,14 @@ bench: $(INSTALLED) $(ASSETS)
 	$(BIN)/python tools/bench_model.py
 	$(BIN)/python -W ignore tools/bench_ensembles.py
 	$(BIN)/python tools/bench.py --full
+
+# Whole-page screenshots of every page (desktop, phone 390 px, dark mode) in _build/screenshots/,
+# taken by the page tests: look at them after changing styles.
+screenshots: $(INSTALLED) $(ASSETS)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	ONELAYER_SCREENSHOTS=1 $(BIN)/pytest tests -m browser -n 2 \
+		-k "offline_typeset or phone_page or dark_mode"
+	@echo "截图在 $(CURDIR)/_build/screenshots/"
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -3,8 +3,9 @@
 Every page at 390×844: nothing scrolls sideways, no formula is clipped, figures keep readable
 text. Dark mode: figures sit on a neutral card, nothing inside an output is a light slab.
 axe-core (node_modules, injected into the page): no serious or critical violation outside the
-interactive panels. Print media: code wraps, floating buttons are hidden. Screenshots of every
-page (desktop, phone, dark) go to _build/screenshots/ for a person to look at.
+interactive panels. Print media: code wraps, floating buttons are hidden. With
+ONELAYER_SCREENSHOTS=1 (make screenshots), screenshots of every page (desktop, phone, dark) go
+to _build/screenshots/ for a person to look at.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_site import SCREENSHOTS, toc_pages, visit
+from test_site import screenshot, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -24,13 +25,6 @@ PHONE = {"width": 390, "height": 844}
 FIGURE_MIN_SCALE = 0.7
 # Inside these, axe findings belong to the interactive panels, not to the page.
 PANELS = ".jupyter-widgets, .widget-container, .widget-html-content, .frame-player"
-
-
-def shot(page, page_path: str, kind: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
-    # A chapter is up to ~35 000 px tall: on a busy machine its full-page shot takes > 30 s.
-    page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
 
 
 def open_page(browser, server, page_path, viewport=None, dark=False):
@@ -93,7 +87,7 @@ MATH_CLIPPED = """() => {
 def test_phone_page_fits_math_is_whole_and_figures_readable(browser, server, page_path):
     page, _ = open_page(browser, server, page_path, viewport=PHONE)
     try:
-        shot(page, page_path, "phone")
+        screenshot(page, page_path, "phone")
         width = page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"手机上页面宽 {width} px，超过 {PHONE['width']} px"
         assert page.evaluate(MATH_CLIPPED) == []
@@ -133,7 +127,7 @@ DARK_BACKGROUNDS = """() => {
 def test_dark_mode_figures_on_a_card_and_no_light_slabs(browser, server, page_path):
     page, _ = open_page(browser, server, page_path, dark=True)
     try:
-        shot(page, page_path, "dark")
+        screenshot(page, page_path, "dark")
         found = page.evaluate(DARK_BACKGROUNDS)
         assert found["page"] is not None and found["page"] < 0.05, "页面没有切换到暗色"
         # A figure's PNG is transparent or white: it is drawn on a neutral card that is

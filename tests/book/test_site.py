@@ -1,4 +1,4 @@
-"""The built HTML book in headless Chromium: offline, typeset, rendered, screenshotted.
+"""The built HTML book in headless Chromium: offline, typeset, rendered.
 
 Runs after `jupyter-book build` (make test does both). Without Chromium the tests skip
 with the reason; under CI (CI=true) a missing browser or book is a failure (the browser
@@ -21,6 +21,9 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
+# Full-page screenshots are for a person to look at (make screenshots); a chapter is up to
+# ~35 000 px tall and each shot takes seconds, so the test run takes them only when asked.
+TAKE_SCREENSHOTS = os.environ.get("ONELAYER_SCREENSHOTS") == "1"
 IN_CI = os.environ.get("CI") == "true"
 WIDGET_VIEWS = 'script[type="application/vnd.jupyter.widget-view+json"]'
 # Console messages that are not errors of the book (none so far). Each entry: a regex
@@ -50,6 +53,14 @@ def toc_pages() -> list[str]:
     return [f"{f}.html" for f in toc_files()]
 
 
+def screenshot(page, page_path: str, kind: str) -> None:
+    """With ONELAYER_SCREENSHOTS=1: the whole page to _build/screenshots/<page>__<kind>.png."""
+    if TAKE_SCREENSHOTS:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
+        page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
+
+
 def visit(browser, server, page_path):
     """Open one page; return the page plus every request URL and console error."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -77,9 +88,7 @@ def visit(browser, server, page_path):
 def test_page_is_offline_typeset_and_rendered(browser, server, page_path):
     page, requests, errors = visit(browser, server, page_path)
     try:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=SCREENSHOTS / page_path.replace("/", "__").replace(".html", ".png"),
-                        full_page=True)
+        screenshot(page, page_path, "desktop")
 
         foreign = [u for u in requests if urlparse(u).hostname not in {"127.0.0.1", None}]
         assert foreign == [], f"向外部主机的请求: {foreign}"
