@@ -14,7 +14,6 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from page_metrics import SCROLL_TO_BOTTOM
 
 pytestmark = pytest.mark.browser
 
@@ -75,8 +74,9 @@ def visit(browser, server, page_path):
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.wait_for_load_state("networkidle")
     views = page.locator(WIDGET_VIEWS).count()
-    if views:  # the widget manager loads when a panel comes near the screen: scroll to them
-        page.evaluate(SCROLL_TO_BOTTOM)
+    if views:  # the widget manager loads when a panel comes near the screen, then draws them all
+        page.evaluate("sel => document.querySelector(sel).parentElement.scrollIntoView()",
+                      WIDGET_VIEWS)
         page.wait_for_function("n => document.querySelectorAll('.widget-subarea').length >= n",
                                arg=views, timeout=60_000)
         page.wait_for_load_state("networkidle")
