@@ -33,6 +33,7 @@ SEARCH_TERMS = {
     "chapters/03_residual": "残差",
     "chapters/04_layernorm": "归一化",
     "chapters/05_pre_post_norm": "预热",
+    "chapters/06_attention": "自注意力",
     "chapters/06_block": "暂退",
     "chapters/07_tiny_gpt": "召回",
     "chapters/glossary": "术语表",

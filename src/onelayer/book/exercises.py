@@ -230,3 +230,34 @@ def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
         if problem:
             return _report(False, problem)
     return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
+
+
+# 第 6 章：因果自注意力的一个头
+def check_causal_attention(fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 6: ``fn(q, k, v)`` should compute softmax(q·kᵀ/√d_k + M)·v with the causal
+    mask M, for q, k, v of shape [..., T, d_k] (what ``F.scaled_dot_product_attention`` with
+    ``is_causal=True`` computes)."""
+    generator = torch.Generator().manual_seed(6)
+    for shape in [(5, 4), (2, 6, 8), (2, 3, 4, 16)]:
+        q, k, v = (torch.randn(shape, generator=generator) * 2 for _ in range(3))
+        t, d = shape[-2], shape[-1]
+        scores = q @ k.transpose(-2, -1)
+        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+
+        def attend(s: torch.Tensor, mask: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
+            return (s if mask is None else s.masked_fill(mask, float("-inf"))).softmax(dim)
+
+        mistakes = [
+            (attend(scores, future) @ v, "忘了除以 √d_k：分数的方差随 d_k 变大，softmax 会饱和。"),
+            (attend(scores / d, future) @ v, "除的是 d_k，应当是 √d_k。"),
+            (attend(scores / d**0.5, None) @ v, "忘了因果掩码：位置 i 不应看到 j > i 的词元。"),
+            (attend(scores / d**0.5, future, dim=-2) @ v,
+             "softmax 要沿最后一维（对同一个查询的各个键）归一化，每一行之和为 1。"),
+        ]
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        problem = _judge(fn, (q.clone(), k.clone(), v.clone()), expected,
+                         f"输入形状 {list(shape)} ", mistakes,
+                         "先打印注意力权重：应是下三角、每行之和为 1。")
+        if problem:
+            return _report(False, problem)
+    return _report(True, "三种形状下都与 F.scaled_dot_product_attention(is_causal=True) 一致。")
