@@ -23,7 +23,7 @@ PANEL_PAGES = {
     "activation": "chapters/02_activation.html",
     "layernorm": "chapters/04_layernorm.html",
     "prepost": "chapters/05_pre_post_norm.html",
-    "block": "chapters/06_block.html",
+    "block": "chapters/07_block.html",
     "attention": "chapters/06_attention.html",
 }
 
@@ -96,7 +96,7 @@ def expected_prepost(controls: dict) -> dict[str, float]:
 
 
 def expected_block(controls: dict) -> dict[str, float]:
-    from onelayer.book.widgets.ch06 import meta_block
+    from onelayer.book.widgets.ch07_block import meta_block
     from onelayer.params import block_flops, block_parameter_breakdown
 
     block = meta_block(int(controls["d_model"]), float(controls["ratio"]),
@@ -138,8 +138,8 @@ def test_page_panels_are_self_contained_and_stable():
     from onelayer.book.widgets.ch01 import ffn_explorer
     from onelayer.book.widgets.ch02 import activation_explorer
     from onelayer.book.widgets.ch04 import layernorm_explorer
-    from onelayer.book.widgets.ch06 import block_explorer
     from onelayer.book.widgets.ch06_attention import query_explorer
+    from onelayer.book.widgets.ch07_block import block_explorer
 
     for make in (ffn_explorer, activation_explorer, layernorm_explorer, block_explorer,
                  query_explorer):
@@ -168,11 +168,11 @@ def test_ffn_panel_has_the_weights_of_the_chapter_ffn_for_both_activations():
 # Panels that recompute with PyTorch: live ipywidgets in Lab, their output removed from the HTML.
 KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
                  "05_pre_post_norm": "norm_position_explorer(known=grad)",
-                 "07_tiny_gpt": "generation_explorer(model, corpus)"}
+                 "08_tiny_gpt": "generation_explorer(model, corpus)"}
 PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
                     "04_layernorm": "layernorm_explorer()",
                     "05_pre_post_norm": "prepost_explorer(x_fish, s)",
-                    "06_block": "block_explorer()", "06_attention": "query_explorer()"}
+                    "07_block": "block_explorer()", "06_attention": "query_explorer()"}
 
 
 def test_panel_cells_are_tagged_for_the_html_book():
@@ -194,13 +194,13 @@ def test_panel_cells_are_tagged_for_the_html_book():
                 assert "onelayer-panel" in "".join(output["data"]["text/html"]), name
 
 
-def test_the_tiny_gpt_runs_in_chapter_7s_page():
+def test_the_tiny_gpt_runs_in_chapter_8s_page():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
+    path = Path(__file__).resolve().parents[2] / "chapters" / "08_tiny_gpt.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c["source"]).strip() for c in cells]
-    i = sources.index(KERNEL_PANELS["07_tiny_gpt"])
+    i = sources.index(KERNEL_PANELS["08_tiny_gpt"])
     assert sources[i + 1].endswith('tiny_gpt_in_page(model, corpus, "猫吃")')
     # the weights are trained: not compared digit by digit, but shown in the HTML book
     assert set(cells[i + 1]["metadata"]["tags"]) == {"nbval-ignore-output"}
@@ -322,7 +322,7 @@ def evaluate_in_panel_page(browser, url: str, kind: str, script: str, arg):
 @pytest.mark.browser
 def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):
     """The page's closed-form counts against block_parameter_breakdown / block_flops."""
-    from onelayer.book.widgets.ch06 import BLOCK_D_MODELS
+    from onelayer.book.widgets.ch07_block import BLOCK_D_MODELS
 
     cases = [(d, r / 2, gated, norm, bias) for d in BLOCK_D_MODELS for r in (1, 3, 8, 11, 16)
              for gated in (False, True) for norm in ("layernorm", "rmsnorm")
@@ -414,12 +414,12 @@ def test_every_control_in_the_html_changes_its_panel(browser, server, page_path)
         page.close()
 
 
-# ---- chapter 7: the tiny GPT in the page ----
+# ---- chapter 8: the tiny GPT in the page ----
 
 def random_tiny_gpt():
-    """Chapter 7's model with random weights, norms and biases included (training is the
+    """Chapter 8's model with random weights, norms and biases included (training is the
     chapter's business; the forward pass is what the page must get right)."""
-    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
     from onelayer.data import facts_corpus
     from onelayer.model import TinyGPT
 
@@ -434,8 +434,8 @@ def random_tiny_gpt():
 
 
 def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
-    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
-    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
     from onelayer.model import TinyGPT
 
     model, corpus = random_tiny_gpt()
@@ -448,8 +448,8 @@ def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
 
 @pytest.mark.browser
 def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
-    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
-    from onelayer.chapters.ch07_tiny_gpt import ffn_activations
+    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch08_tiny_gpt import ffn_activations
 
     model, corpus = random_tiny_gpt()
     generator = torch.Generator().manual_seed(1)

@@ -160,9 +160,9 @@ def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")
 
 
-# 第 6 章：Pre-Norm 块的前向
+# 第 7 章：Pre-Norm 块的前向
 def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 6: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
+    """Chapter 7: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
     h = x + attn(ln_1(x)), out = h + mlp(ln_2(h)) with the given submodules (dropout off).
 
     Checked against ``TransformerBlock`` with random weights (γ, β included, so swapped norms
@@ -201,9 +201,9 @@ def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "两种输入形状下都与 TransformerBlock（Pre-Norm）一致。")
 
 
-# 第 7 章：top-k 采样前的过滤
+# 第 8 章：top-k 采样前的过滤
 def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
-    """Chapter 7: ``fn(logits, k)`` should keep the k largest scores of the last dimension
+    """Chapter 8: ``fn(logits, k)`` should keep the k largest scores of the last dimension
     and set every other score to -inf (what ``TinyGPT.generate`` does before softmax)."""
     def finite(t: torch.Tensor) -> torch.Tensor:  # −inf → −1e9, so that differences are numbers
         return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
