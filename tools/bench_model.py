@@ -2,8 +2,9 @@
 
 For each config: the median over several runs of one training step's forward + backward
 (each run averages a few steps after a warm-up), the ratio ours/theirs (target ≤ 1.0), and
-TinyGPT's training throughput in tokens/s at chapter 7's config. One thread, as in the
-notebooks.
+TinyGPT's training throughput in tokens/s at chapter 8's config, and how much the KV cache
+speeds up generation (greedy, median over runs, for contexts up to T = 256). One thread, as in
+the notebooks.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import replace
 import torch
 
 from onelayer.block import BlockConfig
-from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config
+from onelayer.chapters.ch08_tiny_gpt import FACTS_BATCH, facts_gpt_config
 from onelayer.data import FactsCorpus, facts_corpus
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.reference import gpt2_lm_head_model
@@ -67,8 +68,37 @@ def training_throughput(config: GPTConfig, corpus: FactsCorpus, runs: int,
         start = time.perf_counter()
         train_lm(model, corpus, steps, batch_size=FACTS_BATCH)
         rates.append(steps * FACTS_BATCH * config.block_size / (time.perf_counter() - start))
-    print(f"第 7 章的训练（train_lm，含取批与 Adam，{runs} 次的中位数）："
+    print(f"第 8 章的训练（train_lm，含取批与 Adam，{runs} 次的中位数）："
           f"{statistics.median(rates):,.0f} 词元/秒")
+
+
+def kv_cache_speedup(runs: int, lengths: tuple[int, ...] = (64, 128, 256)) -> None:
+    """Seconds to generate a sequence of T tokens from a 1-token prompt, with and without the
+    KV cache (alternately, median of ``runs``), and their ratio; the tokens must agree."""
+    config = GPTConfig(vocab_size=64, block_size=max(lengths), n_layers=2,
+                       block=BlockConfig(d_model=64, n_heads=4, fused=True))
+    torch.manual_seed(0)
+    model = TinyGPT(config).eval()
+
+    def timed(t: int, use_cache: bool) -> tuple[float, list[int]]:
+        start = time.perf_counter()
+        tokens = model.generate([1], t - 1, top_k=1, use_cache=use_cache)
+        return time.perf_counter() - start, tokens
+
+    print(f"KV 缓存：{config.n_layers} 层，d_model={config.block.d_model}，贪心生成到 T 个词元"
+          f"（{runs} 次的中位数）")
+    for t in lengths:
+        pairs = []
+        for _ in range(runs):
+            (with_cache, a), (without, b) = timed(t, True), timed(t, False)
+            if a != b:
+                raise AssertionError(f"T={t}：有缓存与无缓存生成的词元不同")
+            pairs.append((with_cache, without))
+        t_cached = statistics.median(a for a, _ in pairs)
+        t_plain = statistics.median(b for _, b in pairs)
+        ratio = statistics.median(b / a for a, b in pairs)
+        print(f"  T = {t:3d}：无缓存 {t_plain * 1e3:7.1f} ms，有缓存 {t_cached * 1e3:6.1f} ms，"
+              f"加速 {ratio:.1f}×（逐次比值的中位数）")
 
 
 def main() -> None:
@@ -78,13 +108,14 @@ def main() -> None:
     torch.set_num_threads(1)
     corpus = facts_corpus(32, 8)
     chapter = facts_gpt_config(corpus)
-    compare("第 7 章的配置", chapter, FACTS_BATCH, args.runs)
+    compare("第 8 章的配置", chapter, FACTS_BATCH, args.runs)
     written_out = replace(chapter, block=replace(chapter.block, fused=False))
     compare("同上，但用手写的 LayerNorm 与 GELU", written_out, FACTS_BATCH, args.runs)
     larger = GPTConfig(vocab_size=512, block_size=128, n_layers=4,
                        block=BlockConfig(d_model=128, n_heads=4, fused=True))
     compare("更大一些的配置", larger, 8, args.runs)
     training_throughput(chapter, corpus, args.runs)
+    kv_cache_speedup(args.runs)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from onelayer.attention import LayerCache
 from onelayer.block import BlockConfig, TransformerBlock
-from onelayer.checks import check_choice, check_positive_int
+from onelayer.checks import check_choice, check_flag, check_positive_int
 
 GPT_INITS = ("gpt2", "xavier")
 
@@ -41,6 +42,16 @@ def gpt2_residual_std(n_layer: int, initializer_range: float = 0.02) -> float:
     and Hugging Face ``transformers`` read it.
     """
     return initializer_range / math.sqrt(2 * check_positive_int("n_layer", n_layer))
+
+
+class KVCache:
+    """The keys and values of every position a model has seen, one ``LayerCache`` per block."""
+
+    def __init__(self, n_layers: int) -> None:
+        self.layers = [LayerCache() for _ in range(check_positive_int("n_layers", n_layers))]
+
+    def __len__(self) -> int:
+        return len(self.layers[0])
 
 
 class TinyGPT(nn.Module):
@@ -101,6 +112,25 @@ class TinyGPT(nn.Module):
         """Logits [..., T, vocab_size] for the next token at every position."""
         return self.ln_f(self.hidden_states(idx)[-1]) @ self.tok.weight.T  # 输出层与词嵌入共享
 
+    def cached_logits(self, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Logits [..., T, vocab_size] for tokens ``idx`` that continue the ``len(cache)``
+        positions already in ``cache`` (whose keys and values are reused, and the new ones
+        appended): the same numbers as the last T rows of ``forward`` on the whole sequence."""
+        self.check_tokens(idx)
+        past, t = len(cache), idx.shape[-1]
+        if len(cache.layers) != len(self.blocks):
+            raise ValueError(f"KV 缓存应有 n_layers={len(self.blocks)} 层，"
+                             f"实际为 {len(cache.layers)} 层")
+        if past + t > self.config.block_size:
+            raise ValueError(f"缓存的 {past} 个位置加上新的 {t} 个应 ≤ block_size="
+                             f"{self.config.block_size}，实际为 {past + t}")
+        positions = torch.arange(past, past + t, device=idx.device)  # 接着缓存里的位置往后数
+        x = self.drop(self.tok(idx) + self.pos(positions))
+        for block, layer in zip(self.blocks, cache.layers):
+            with block.attn.caching(layer):
+                x = block(x)
+        return self.ln_f(x) @ self.tok.weight.T
+
     @torch.no_grad()
     def generate(
         self,
@@ -109,14 +139,20 @@ class TinyGPT(nn.Module):
         temperature: float = 1.0,
         top_k: int | None = None,
         generator: torch.Generator | None = None,
+        use_cache: bool = True,
     ) -> list[int]:
-        """Continue ``prompt`` (token ids) by sampling; temperature → 0 approaches greedy."""
+        """Continue ``prompt`` (token ids) by sampling; temperature → 0 approaches greedy.
+
+        ``use_cache``: keep the keys and values of the context (``KVCache``), so each step
+        runs the model on the new token only; the tokens are the same as without it. Once the
+        context fills ``block_size`` the positions shift, and the cache is rebuilt each step."""
         cfg = self.config
         if not prompt:
             raise ValueError("提示不能为空：至少要有 1 个词元")
         if len(prompt) > cfg.block_size:
             raise ValueError(f"提示长度应 ≤ block_size={cfg.block_size}，实际为 {len(prompt)}")
         check_positive_int("max_new_tokens", max_new_tokens)
+        check_flag("use_cache", use_cache)
         if not temperature > 0:
             raise ValueError(f"temperature 应为正数，实际为 {temperature!r}")
         if top_k is not None and not (isinstance(top_k, int) and 1 <= top_k <= cfg.vocab_size):
@@ -126,9 +162,16 @@ class TinyGPT(nn.Module):
         self.eval()
         tokens = list(prompt)
         device = self.tok.weight.device
+        cache = None
         for _ in range(max_new_tokens):
             context = torch.tensor(tokens[-cfg.block_size:], device=device)
-            logits = self(context)[-1] / temperature
+            if not use_cache:
+                logits = self(context)[-1] / temperature
+            elif cache is None or len(cache) == cfg.block_size:     # 满了：位置要整体左移
+                cache = KVCache(len(self.blocks))
+                logits = self.cached_logits(context, cache)[-1] / temperature
+            else:                                                   # 只算新来的一个词元
+                logits = self.cached_logits(context[-1:], cache)[-1] / temperature
             if top_k is not None:
                 kth = logits.topk(top_k).values[-1]
                 logits = logits.masked_fill(logits < kth, float("-inf"))

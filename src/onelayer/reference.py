@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from onelayer.attention import CausalSelfAttention, causal_mask
 from onelayer.block import BlockConfig, TransformerBlock
 from onelayer.model import TinyGPT
 
@@ -135,3 +136,39 @@ def no_rotation(x: torch.Tensor, d_head: int) -> tuple[torch.Tensor, torch.Tenso
     """Rotary (cos, sin) of angle 0 for every position: q·cos + rotate(q)·sin = q."""
     shape = (*x.shape[:-1], d_head)
     return torch.ones(shape), torch.zeros(shape)
+
+
+def torch_multihead_attention(attn: CausalSelfAttention) -> nn.MultiheadAttention:
+    """``nn.MultiheadAttention`` (batch_first) with the same weights; call it with a causal
+    ``attn_mask`` (it assumes nothing about order)."""
+    if attn.qkv.bias is None:
+        raise ValueError("nn.MultiheadAttention 的对照要求 bias=True，实际 qkv 没有偏置")
+    peer = nn.MultiheadAttention(attn.d_model, attn.n_heads, batch_first=True)
+    with torch.no_grad():
+        peer.in_proj_weight.copy_(attn.qkv.weight)  # 同样按 Q、K、V 的顺序
+        peer.in_proj_bias.copy_(attn.qkv.bias)
+    peer.out_proj.load_state_dict(attn.proj.state_dict())
+    return peer.eval()
+
+
+def gpt2_attention(attn: CausalSelfAttention) -> nn.Module:
+    """The ``GPT2Attention`` of a one-block ``transformers.GPT2Model`` (built from a config,
+    nothing downloaded) with the same weights, ``Conv1D`` ones transposed."""
+    import transformers
+
+    if attn.qkv.bias is None:
+        raise ValueError("GPT-2 的注意力要求 bias=True，实际 qkv 没有偏置")
+    config = gpt2_config(BlockConfig(d_model=attn.d_model, n_heads=attn.n_heads))
+    config._attn_implementation = "eager"  # 显式写出的注意力矩阵，而不是融合内核
+    peer = transformers.GPT2Model(config).h[0].attn
+    with torch.no_grad():
+        for ours, theirs in ((attn.qkv, peer.c_attn), (attn.proj, peer.c_proj)):
+            theirs.weight.copy_(ours.weight.T)
+            theirs.bias.copy_(ours.bias)
+    return peer.eval()
+
+
+def additive_causal_mask(t: int) -> torch.Tensor:
+    """[1, 1, t, t]: 0 where a query may look, −∞ above the diagonal — the form in which
+    ``GPT2Attention`` (called on its own, outside ``GPT2Model``) adds a mask to its scores."""
+    return torch.zeros(t, t).masked_fill(~causal_mask(t), float("-inf"))[None, None]

@@ -84,7 +84,7 @@ def test_top_k_checker_passes_the_right_filter_and_names_mistakes(capsys):
     assert "最后一维" in capsys.readouterr().out
 
 
-# The chapter 6 exercise checker (onelayer.book.exercises.check_pre_norm_block)
+# The chapter 7 exercise checker (onelayer.book.exercises.check_pre_norm_block)
 def test_pre_norm_block_checker_accepts_the_two_lines(capsys):
     from onelayer.book.exercises import check_pre_norm_block
 
@@ -144,3 +144,21 @@ def test_norm_position_checker(capsys):
         assert hint in capsys.readouterr().out, hint
     assert not check_norm_position(lambda *args: 1 / 0)
     assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_causal_attention_checker(capsys):
+    from onelayer.book.exercises import check_causal_attention
+
+    def right(q, k, v):
+        t = q.shape[-2]
+        s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+        return s.masked_fill(torch.ones(t, t).triu(1).bool(), float("-inf")).softmax(-1) @ v
+
+    assert check_causal_attention(right)
+    assert capsys.readouterr().out.startswith("✓ 通过")
+    unscaled = lambda q, k, v: right(q * q.shape[-1] ** 0.5, k, v)  # noqa: E731
+    assert not check_causal_attention(unscaled)
+    assert "√d_k" in capsys.readouterr().out
+    assert not check_causal_attention(
+        lambda q, k, v: (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(-1) @ v)
+    assert "因果掩码" in capsys.readouterr().out

@@ -23,7 +23,8 @@ PANEL_PAGES = {
     "activation": "chapters/02_activation.html",
     "layernorm": "chapters/04_layernorm.html",
     "prepost": "chapters/05_pre_post_norm.html",
-    "block": "chapters/06_block.html",
+    "block": "chapters/07_block.html",
+    "attention": "chapters/06_attention.html",
 }
 
 
@@ -95,7 +96,7 @@ def expected_prepost(controls: dict) -> dict[str, float]:
 
 
 def expected_block(controls: dict) -> dict[str, float]:
-    from onelayer.book.widgets.ch06 import meta_block
+    from onelayer.book.widgets.ch07_block import meta_block
     from onelayer.params import block_flops, block_parameter_breakdown
 
     block = meta_block(int(controls["d_model"]), float(controls["ratio"]),
@@ -110,7 +111,16 @@ def expected_block(controls: dict) -> dict[str, float]:
     return found
 
 
-EXPECTED = {"ffn": expected_ffn, "activation": expected_activation,
+def expected_attention(controls: dict) -> dict[str, float]:
+    from onelayer.book.widgets.ch06_attention import query_attention
+
+    q = torch.tensor([float(controls[f"q{i}"]) for i in range(4)], dtype=torch.float64)
+    shown = query_attention(q, controls["token"], bool(controls["scale"]))
+    return {f"{key}.{i}": v for key, values in shown.items() for i, v in enumerate(values.tolist())}
+
+
+EXPECTED = {"attention": expected_attention, "ffn": expected_ffn,
+            "activation": expected_activation,
             "layernorm": expected_layernorm, "prepost": expected_prepost, "block": expected_block}
 
 
@@ -128,9 +138,11 @@ def test_page_panels_are_self_contained_and_stable():
     from onelayer.book.widgets.ch01 import ffn_explorer
     from onelayer.book.widgets.ch02 import activation_explorer
     from onelayer.book.widgets.ch04 import layernorm_explorer
-    from onelayer.book.widgets.ch06 import block_explorer
+    from onelayer.book.widgets.ch06_attention import query_explorer
+    from onelayer.book.widgets.ch07_block import block_explorer
 
-    for make in (ffn_explorer, activation_explorer, layernorm_explorer, block_explorer):
+    for make in (ffn_explorer, activation_explorer, layernorm_explorer, block_explorer,
+                 query_explorer):
         html = make()._repr_html_()
         assert html == make()._repr_html_()  # stored outputs compare exactly under nbval
         requests = re.sub(r'"http://www\.w3\.org/2000/svg"', "", html)  # a namespace, not a request
@@ -156,11 +168,11 @@ def test_ffn_panel_has_the_weights_of_the_chapter_ffn_for_both_activations():
 # Panels that recompute with PyTorch: live ipywidgets in Lab, their output removed from the HTML.
 KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
                  "05_pre_post_norm": "norm_position_explorer(known=grad)",
-                 "07_tiny_gpt": "generation_explorer(model, corpus)"}
+                 "08_tiny_gpt": "generation_explorer(model, corpus)"}
 PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
                     "04_layernorm": "layernorm_explorer()",
                     "05_pre_post_norm": "prepost_explorer(x_fish, s)",
-                    "06_block": "block_explorer()"}
+                    "07_block": "block_explorer()", "06_attention": "query_explorer()"}
 
 
 def test_panel_cells_are_tagged_for_the_html_book():
@@ -182,13 +194,13 @@ def test_panel_cells_are_tagged_for_the_html_book():
                 assert "onelayer-panel" in "".join(output["data"]["text/html"]), name
 
 
-def test_the_tiny_gpt_runs_in_chapter_7s_page():
+def test_the_tiny_gpt_runs_in_chapter_8s_page():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
+    path = Path(__file__).resolve().parents[2] / "chapters" / "08_tiny_gpt.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c["source"]).strip() for c in cells]
-    i = sources.index(KERNEL_PANELS["07_tiny_gpt"])
+    i = sources.index(KERNEL_PANELS["08_tiny_gpt"])
     assert sources[i + 1].endswith('tiny_gpt_in_page(model, corpus, "猫吃")')
     # the weights are trained: not compared digit by digit, but shown in the HTML book
     assert set(cells[i + 1]["metadata"]["tags"]) == {"nbval-ignore-output"}
@@ -199,8 +211,8 @@ def test_the_tiny_gpt_runs_in_chapter_7s_page():
 def test_a_page_panel_of_an_unknown_kind_is_refused():
     from onelayer.book.panels import PagePanel
 
-    with pytest.raises(ValueError, match="实际为 'attention'"):
-        PagePanel("attention", {}, "x")
+    with pytest.raises(ValueError, match="实际为 'rope'"):
+        PagePanel("rope", {}, "x")
 
 
 # ---- in the built book ----
@@ -239,6 +251,9 @@ SETTINGS = {
                   {"token": "吃", "g0": 2, "g1": 2, "g2": 2, "g3": 2, "b3": -2}],
     "prepost": [{}, {"L": 12}, {"x0": -3, "s1": 0, "s3": -2.7}, {"L": 5, "x1": 0.1, "x2": 0.1},
                 {"L": 1, "s0": 3, "s2": 3}],
+    "attention": [{}, {"q0": 1.5}, {"scale": False}, {"token": "吃"},
+                  {"q2": -2, "scale": True}, {"token": "猫", "q3": 0.7},
+                  {"token": "鱼", "q1": 2, "q0": -1.6}],
     "block": [{}, {"ratio": 2.5, "gated": "gated", "norm": "rmsnorm", "bias": False},
               {"d_model": "4096", "ratio": 8, "log2T": 16},
               {"d_model": "64", "ratio": 0.5, "log2T": 6},
@@ -257,8 +272,8 @@ def open_panel(browser, server, kind, width=1280):
     return page, panel, errors
 
 # A slider each panel's numbers depend on, moved by the keyboard after the settings above.
-KEYBOARD_SLIDER = {"ffn": "x1", "activation": "z", "layernorm": "x0", "prepost": "x1",
-                   "block": "log2T"}
+KEYBOARD_SLIDER = {"attention": "q0", "ffn": "x1", "activation": "z", "layernorm": "x0",
+                   "prepost": "x1", "block": "log2T"}
 
 
 @pytest.mark.browser
@@ -307,7 +322,7 @@ def evaluate_in_panel_page(browser, url: str, kind: str, script: str, arg):
 @pytest.mark.browser
 def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):
     """The page's closed-form counts against block_parameter_breakdown / block_flops."""
-    from onelayer.book.widgets.ch06 import BLOCK_D_MODELS
+    from onelayer.book.widgets.ch07_block import BLOCK_D_MODELS
 
     cases = [(d, r / 2, gated, norm, bias) for d in BLOCK_D_MODELS for r in (1, 3, 8, 11, 16)
              for gated in (False, True) for norm in ("layernorm", "rmsnorm")
@@ -399,12 +414,12 @@ def test_every_control_in_the_html_changes_its_panel(browser, server, page_path)
         page.close()
 
 
-# ---- chapter 7: the tiny GPT in the page ----
+# ---- chapter 8: the tiny GPT in the page ----
 
 def random_tiny_gpt():
-    """Chapter 7's model with random weights, norms and biases included (training is the
+    """Chapter 8's model with random weights, norms and biases included (training is the
     chapter's business; the forward pass is what the page must get right)."""
-    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
     from onelayer.data import facts_corpus
     from onelayer.model import TinyGPT
 
@@ -419,8 +434,8 @@ def random_tiny_gpt():
 
 
 def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
-    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
-    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
     from onelayer.model import TinyGPT
 
     model, corpus = random_tiny_gpt()
@@ -433,8 +448,8 @@ def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
 
 @pytest.mark.browser
 def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
-    from onelayer.book.widgets.ch07 import tiny_gpt_in_page
-    from onelayer.chapters.ch07_tiny_gpt import ffn_activations
+    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch08_tiny_gpt import ffn_activations
 
     model, corpus = random_tiny_gpt()
     generator = torch.Generator().manual_seed(1)
@@ -475,6 +490,65 @@ def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
                               (vocab[0] * 17, "最多 16 个字")):
             page.locator("input[data-control=prompt]").fill(text)
             assert message in root.locator(".olp-out").inner_text(), text
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+# ---- chapter 6: attention maps of a trained model, drawn in the page ----
+
+def test_the_attention_maps_of_the_trained_model_are_in_chapter_6s_page():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "chapters" / "06_attention.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    (cell,) = [c for c in cells if "attention_map_explorer(runs.models[0]" in "".join(c["source"])]
+    assert set(cell["metadata"]["tags"]) == {"nbval-ignore-output"}   # trained weights
+    (output,) = cell["outputs"]
+    assert 'data-kind="attnmap"' in "".join(output["data"]["text/html"])
+
+
+def test_attention_panels_refuse_bad_input():
+    from onelayer.book.widgets.ch06_attention import attention_map_data, query_attention
+
+    model, corpus = random_tiny_gpt()
+    with pytest.raises(ValueError, match="提示应非空且等长，实际长度为 \\[2, 3\\]"):
+        attention_map_data(model, corpus, ["猫吃", "猫吃米"])
+    with pytest.raises(ValueError, match="token 应为"):
+        query_attention(torch.zeros(4), "狗")
+
+
+@pytest.mark.browser
+def test_attention_map_panel_shows_attention_maps(browser):
+    from onelayer.book.widgets.ch06_attention import attention_map_explorer
+    from onelayer.chapters.ch06_attention import attention_maps
+
+    model, corpus = random_tiny_gpt()
+    prompts = ["".join(s) for s in corpus.sentences()[:3]]      # 猫吃葱。 …, each 4 characters
+    panel = attention_map_explorer(model, corpus, prompts, subject_head=2)
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content(f"<!doctype html><html lang='zh-CN'><body>{panel._repr_html_()}"
+                         "</body></html>")
+        root = page.locator(".onelayer-panel[data-kind=attnmap][data-mounted]")
+        handle = root.element_handle()
+        before = root.locator(".olp-out").inner_html()
+        for setting in ({}, {"head": "0"}, {"position": "1"}, {"prompt": "2"},
+                        {"head": "3", "position": "3"}, {"prompt": "1", "position": "0"}):
+            for name, value in setting.items():
+                page.evaluate(SET_CONTROL, [handle, name, value])
+            controls, shown = page.evaluate(READ_PANEL, handle)
+            ids = torch.tensor(corpus.encode(prompts[int(controls["prompt"])]))
+            row = attention_maps(model, ids)[int(controls["head"]), int(controls["position"])]
+            expected = {f"w.{j}": v for j, v in enumerate(row.tolist())
+                        if j <= int(controls["position"])}
+            assert_close(shown, expected, f"attnmap {controls}")
+            now = root.locator(".olp-out").inner_html()
+            assert setting == {} or now != before, setting
+            before = now
+        assert "（主语头）" in root.inner_text()
         assert errors == [], errors
     finally:
         page.close()

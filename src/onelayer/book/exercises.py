@@ -160,9 +160,9 @@ def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")
 
 
-# 第 6 章：Pre-Norm 块的前向
+# 第 7 章：Pre-Norm 块的前向
 def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 6: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
+    """Chapter 7: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
     h = x + attn(ln_1(x)), out = h + mlp(ln_2(h)) with the given submodules (dropout off).
 
     Checked against ``TransformerBlock`` with random weights (γ, β included, so swapped norms
@@ -201,9 +201,9 @@ def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "两种输入形状下都与 TransformerBlock（Pre-Norm）一致。")
 
 
-# 第 7 章：top-k 采样前的过滤
+# 第 8 章：top-k 采样前的过滤
 def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
-    """Chapter 7: ``fn(logits, k)`` should keep the k largest scores of the last dimension
+    """Chapter 8: ``fn(logits, k)`` should keep the k largest scores of the last dimension
     and set every other score to -inf (what ``TinyGPT.generate`` does before softmax)."""
     def finite(t: torch.Tensor) -> torch.Tensor:  # −inf → −1e9, so that differences are numbers
         return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
@@ -230,3 +230,34 @@ def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
         if problem:
             return _report(False, problem)
     return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
+
+
+# 第 6 章：因果自注意力的一个头
+def check_causal_attention(fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 6: ``fn(q, k, v)`` should compute softmax(q·kᵀ/√d_k + M)·v with the causal
+    mask M, for q, k, v of shape [..., T, d_k] (what ``F.scaled_dot_product_attention`` with
+    ``is_causal=True`` computes)."""
+    generator = torch.Generator().manual_seed(6)
+    for shape in [(5, 4), (2, 6, 8), (2, 3, 4, 16)]:
+        q, k, v = (torch.randn(shape, generator=generator) * 2 for _ in range(3))
+        t, d = shape[-2], shape[-1]
+        scores = q @ k.transpose(-2, -1)
+        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+
+        def attend(s: torch.Tensor, mask: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
+            return (s if mask is None else s.masked_fill(mask, float("-inf"))).softmax(dim)
+
+        mistakes = [
+            (attend(scores, future) @ v, "忘了除以 √d_k：分数的方差随 d_k 变大，softmax 会饱和。"),
+            (attend(scores / d, future) @ v, "除的是 d_k，应当是 √d_k。"),
+            (attend(scores / d**0.5, None) @ v, "忘了因果掩码：位置 i 不应看到 j > i 的词元。"),
+            (attend(scores / d**0.5, future, dim=-2) @ v,
+             "softmax 要沿最后一维（对同一个查询的各个键）归一化，每一行之和为 1。"),
+        ]
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        problem = _judge(fn, (q.clone(), k.clone(), v.clone()), expected,
+                         f"输入形状 {list(shape)} ", mistakes,
+                         "先打印注意力权重：应是下三角、每行之和为 1。")
+        if problem:
+            return _report(False, problem)
+    return _report(True, "三种形状下都与 F.scaled_dot_product_attention(is_causal=True) 一致。")

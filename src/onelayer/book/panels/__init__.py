@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 ASSETS = Path(__file__).resolve().parent
-KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt")
+KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt", "attention", "attnmap")
 
 
 def asset(name: str) -> str:

@@ -1,0 +1,157 @@
+"""CausalSelfAttention against its three peers, its KV cache, and its argument checks."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from onelayer import reference
+from onelayer.attention import CausalSelfAttention, LayerCache, causal_mask
+from onelayer.block import BlockConfig
+from onelayer.model import GPTConfig, KVCache, TinyGPT
+
+
+def moved(module: nn.Module, seed: int, scale: float = 0.3) -> nn.Module:
+    """Every parameter moved away from its init, so nothing matches by luck."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(torch.randn(p.shape, generator=generator) * scale)
+    return module.eval()
+
+
+def attention(d_model=16, n_heads=4, seed=0) -> CausalSelfAttention:
+    return moved(CausalSelfAttention(d_model, n_heads), seed)
+
+
+X = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(1))
+
+
+def test_written_out_matches_scaled_dot_product_attention_is_causal():
+    attn = attention()
+    with torch.no_grad():
+        q, k, v = attn.heads(X)
+        written = attn.weights(X) @ v
+        scores = q @ k.transpose(-2, -1) / math.sqrt(4)       # 再从公式写一遍
+        scratch = scores.masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf).softmax(-1) @ v
+        fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        err = (written - fused).abs().max().item()
+        err_scratch = (scratch - fused).abs().max().item()
+        err_out = (attn.merge(written) - attn(X)).abs().max().item()
+    print(f"weights()·V vs F.scaled_dot_product_attention: max error {err:.1e}")
+    assert err < 1e-6 and err_scratch < 1e-6 and err_out < 1e-6
+
+
+def test_matches_torch_multihead_attention_with_a_causal_mask():
+    attn = attention(seed=2)
+    peer = reference.torch_multihead_attention(attn)
+    mask = nn.Transformer.generate_square_subsequent_mask(6)
+    with torch.no_grad():
+        out, w = peer(X, X, X, attn_mask=mask, average_attn_weights=False)
+        err = (attn(X) - out).abs().max().item()
+        err_w = (attn.weights(X) - w).abs().max().item()
+        unmasked, _ = peer(X, X, X)
+    print(f"nn.MultiheadAttention: max error {err:.1e} (output), {err_w:.1e} (weights)")
+    assert err < 1e-5 and err_w < 1e-6
+    with torch.no_grad():  # 不传掩码：只有最后一个位置（本来就看得见全部）对得上
+        gap = (attn(X) - unmasked).abs().amax(dim=(0, 2))
+    assert gap[-1] < 1e-5 and gap[:-1].min() > 1e-3
+
+
+def test_matches_transformers_gpt2_attention():
+    pytest.importorskip("transformers")
+    attn = attention(seed=3)
+    peer = reference.gpt2_attention(attn)
+    with torch.no_grad():
+        out, w = peer(X, attention_mask=reference.additive_causal_mask(6))[:2]
+        err = (attn(X) - out).abs().max().item()
+        err_w = (attn.weights(X) - w).abs().max().item()
+    print(f"transformers GPT2Attention: max error {err:.1e} (output), {err_w:.1e} (weights)")
+    assert err < 1e-5 and err_w < 1e-6
+
+
+def test_an_explicit_mask_replaces_the_causal_one():
+    attn = attention(seed=4)
+    full = torch.ones(6, 6, dtype=torch.bool)
+    with torch.no_grad():
+        assert torch.equal(attn.weights(X, causal_mask(6)), attn.weights(X))
+        err = (attn(X, mask=full) - attn.merge(attn.weights(X, full) @ attn.heads(X)[2]))
+        assert err.abs().max() < 1e-6
+        assert (attn(X, mask=full) - attn(X)).abs().max() > 1e-3
+
+
+def test_cached_attention_equals_the_whole_sequence():
+    attn = attention(seed=5)
+    cache = LayerCache()
+    with torch.no_grad():
+        whole = attn(X)
+        first = attn(X[:, :4], cache=cache)        # 先 4 个位置，再一个一个来
+        steps = [attn(X[:, t:t + 1], cache=cache) for t in (4, 5)]
+    assert len(cache) == 6
+    err = (torch.cat([first, *steps], dim=1) - whole).abs().max().item()
+    assert err < 1e-6
+    with torch.no_grad(), attn.caching(LayerCache()) as c:  # 同样的事，用 with 绑定缓存
+        attn(X[:, :2])
+        two_more = attn(X[:, 2:4])
+    assert len(c) == 4 and attn.cache is None
+    assert (two_more - whole[:, 2:4]).abs().max() < 1e-6
+
+
+def tiny_gpt(seed=0, block_size=12, position="pre") -> TinyGPT:
+    # logits of size about 1: float32 round-off stays well below 1e-6
+    torch.manual_seed(seed)
+    block = BlockConfig(d_model=16, n_heads=4, norm_position=position)
+    return moved(TinyGPT(GPTConfig(vocab_size=11, block_size=block_size, n_layers=2,
+                                   block=block)), seed, scale=0.1)
+
+
+def test_cached_logits_equal_uncached_logits_step_by_step():
+    model = tiny_gpt()
+    idx = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
+    cache = KVCache(2)
+    with torch.no_grad():
+        whole = model(idx)
+        parts = [model.cached_logits(idx[:, :5], cache)]
+        parts += [model.cached_logits(idx[:, t:t + 1], cache) for t in range(5, 12)]
+    err = (torch.cat(parts, dim=1) - whole).abs().max().item()
+    print(f"KV cache vs whole sequence: max logit error {err:.1e}")
+    assert err < 1e-6 and len(cache) == 12
+
+
+@pytest.mark.parametrize("position", ["pre", "post"])
+def test_cached_generation_gives_the_same_tokens(position):
+    model = tiny_gpt(seed=1, position=position)
+    for top_k, temperature in ((1, 1.0), (None, 1.0), (5, 0.7)):
+        runs = [model.generate([1, 2, 3], 30, temperature, top_k, use_cache=use,
+                               generator=torch.Generator().manual_seed(0))
+                for use in (True, False)]
+        assert runs[0] == runs[1]           # 30 个新词元：越过 block_size = 12 之后也相同
+        assert len(runs[0]) == 33
+
+
+def test_bad_masks_and_caches_raise_value_error():
+    attn = attention()
+    with pytest.raises(ValueError, match=r"mask 应为布尔张量 \[6, 6\].*形状 \[6, 5\]"):
+        attn(X, mask=torch.ones(6, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"mask 应为布尔张量 \[6, 6\].*torch.float32"):
+        attn.weights(X, mask=torch.ones(6, 6))
+    cache = LayerCache()
+    with torch.no_grad():
+        attn(X, cache=cache)
+        with pytest.raises(ValueError, match=r"缓存的批维应为 \[2\]，实际输入的批维为 \[3\]"):
+            attn(torch.randn(3, 1, 16), cache=cache)
+    model = tiny_gpt(block_size=12)
+    full = KVCache(2)
+    with torch.no_grad():
+        model.cached_logits(torch.randint(0, 11, (10,)), full)
+        with pytest.raises(ValueError, match="缓存的 10 个位置加上新的 3 个应 ≤ block_size=12，"
+                                             "实际为 13"):
+            model.cached_logits(torch.tensor([1, 2, 3]), full)
+    with pytest.raises(ValueError, match="KV 缓存应有 n_layers=2 层，实际为 3 层"):
+        model.cached_logits(torch.tensor([1]), KVCache(3))
+    with pytest.raises(ValueError, match="use_cache 应为 True 或 False"):
+        model.generate([1], 2, use_cache="yes")
+    with pytest.raises(ValueError, match="d_model 应能被 n_heads 整除，实际 d_model=10，n_heads=4"):
+        CausalSelfAttention(10, 4)
