@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
 
-.PHONY: book test lab notebooks bench lint clean
+.PHONY: book test lab notebooks bench lint pdf clean
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -46,6 +46,13 @@ bench: $(INSTALLED) $(ASSETS)
 	$(BIN)/python tools/bench_model.py
 	$(BIN)/python -W ignore tools/bench_ensembles.py
 	$(BIN)/python tools/bench.py --full
+
+# The whole book as one PDF: the single-page build printed by the machine's Chromium
+# (tools/make_pdf.py), then the HTML book again, which links the PDF from every page.
+pdf: $(INSTALLED) $(ASSETS)
+	$(BIN)/python tools/make_pdf.py
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@echo "PDF 已生成：file://$(CURDIR)/_build/html/onelayer-transformer.pdf"
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
