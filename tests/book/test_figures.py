@@ -55,6 +55,11 @@ def test_prose_refers_to_figures_by_number(path):
              for m in VAGUE.finditer("".join(c["source"]))
              if not NUMREF.search("".join(c["source"]))]
     assert vague == [], "用 {numref} 指明是哪张图"
+    # JupyterLab (jupyterlab-myst) shows a {numref} with its own text as that text, "图 %s"
+    # included: the plain form shows the figure's name there, the number in the HTML book.
+    templated = [i for i, c in enumerate(cells(path)) if c["cell_type"] == "markdown"
+                 and re.search(r"\{numref\}`[^`]*<", "".join(c["source"]))]
+    assert templated == []
 
 
 # In the built page: each numbered reference, its target and the target's caption number.
