@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
 
-.PHONY: book test lab notebooks bench lint clean screenshots
+.PHONY: book test lab notebooks bench lint pdf screenshots clean
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -54,6 +54,13 @@ screenshots: $(INSTALLED) $(ASSETS)
 	ONELAYER_SCREENSHOTS=1 $(BIN)/pytest tests -m browser -n 2 \
 		-k "offline_typeset or phone_page or dark_mode"
 	@echo "截图在 $(CURDIR)/_build/screenshots/"
+
+# The whole book as one PDF: the single-page build printed by the machine's Chromium
+# (tools/make_pdf.py), then the HTML book again, which links the PDF from every page.
+pdf: $(INSTALLED) $(ASSETS)
+	$(BIN)/python tools/make_pdf.py
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@echo "PDF 已生成：file://$(CURDIR)/_build/html/onelayer-transformer.pdf"
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -218,3 +218,77 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         assert errors == [], errors
     finally:
         page.close()
+
+
+# The colour under a figure's corner and in its middle, as the reader sees it: the image's own
+# pixels drawn over the output area's background (an image from a data: URL can be read back).
+FIGURE_PIXELS = """img => {
+  const canvas = document.createElement('canvas');
+  canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const at = (x, y) => [...ctx.getImageData(x, y, 1, 1).data];
+  let area = img, bg = 'rgba(0, 0, 0, 0)';
+  while (area && (bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent')) {
+    bg = getComputedStyle(area).backgroundColor; area = area.parentElement;
+  }
+  return {corner: at(1, 1), middle: at(img.naturalWidth >> 1, 1), behind: bg};
+}"""
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+
+def luminance(rgb) -> float:
+    def linear(x: float) -> float:
+        x /= 255
+        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(float(v)) for v in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def choose_theme(page, name: str) -> None:
+    """Settings → Theme → ``name``, from JupyterLab's menu bar."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{name}$")).click()
+
+
+def test_figures_readable_in_the_dark_theme(browser, lab):
+    """In JupyterLab's dark theme a figure keeps its white background: its dark labels are
+    not drawn on the dark output area. A screenshot goes to _build/screenshots/."""
+    name = "01_ffn.ipynb"
+    notebook = json.loads((CHAPTERS / name).read_text(encoding="utf-8"))
+    figures = cell_indices(notebook, lambda c: any(
+        "image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+    assert figures
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
+        cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        page.wait_for_function("n => document.querySelectorAll("
+                               "'.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
+                               arg=len(notebook["cells"]), timeout=60_000)
+        choose_theme(page, "JupyterLab Dark")
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'",
+                               timeout=30_000)
+        for i in figures:
+            image = cells.nth(i).locator(".jp-RenderedImage img").first
+            image.scroll_into_view_if_needed()
+            page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                                   arg=image.element_handle())
+            found = image.evaluate(FIGURE_PIXELS)
+            assert luminance(found["behind"].replace("rgba", "").replace("rgb", "")
+                             .strip("()").split(",")) < 0.1, f"不是暗色主题：{found}"
+            for where in ("corner", "middle"):
+                pixel = found[where]
+                assert pixel[3] == 255, f"{name} 第 {i} 个单元的图是透明的：{found}"
+                assert luminance(pixel) > 0.8, f"{name} 第 {i} 个单元的图底色太暗：{found}"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        cells.nth(figures[0]).screenshot(path=str(SCREENSHOTS / "lab-dark-01_ffn-figure.png"))
+    finally:
+        try:
+            choose_theme(page, "JupyterLab Light")  # the other tests share this Lab
+            page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'",
+                                   timeout=30_000)
+        finally:
+            page.close()

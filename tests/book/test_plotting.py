@@ -100,8 +100,8 @@ def test_glyph_warnings_are_real_without_the_filter():
     assert any("missing from font" in str(w.message) for w in caught)
 
 
-def test_figures_have_a_transparent_background_and_an_opaque_legend():
-    """The page decides what a figure sits on (white, or dark mode's neutral card)."""
+def test_figures_have_an_opaque_white_background_and_an_opaque_legend():
+    """Dark labels on their own white background, readable on a dark page or output area."""
     import base64
     import io
     import re
@@ -116,6 +116,6 @@ def test_figures_have_a_transparent_background_and_an_opaque_legend():
     html = plotting.figure_html(fig, "一条直线")
     png = base64.b64decode(re.search(r"base64,([^\"]+)", html).group(1))
     image = Image.open(io.BytesIO(png)).convert("RGBA")
-    assert image.getpixel((0, 0))[3] == 0, "图的背景不透明"
+    assert image.getpixel((0, 0)) == (255, 255, 255, 255), "图的背景应为不透明的白色"
     legend = image.getpixel((image.width // 2, image.height // 2 - 12))
     assert legend[3] > 200, f"图例框应不透明，实际像素 {legend}"

@@ -123,10 +123,13 @@ def use_book_style() -> str | None:
             "axes.spines.top": False,
             "axes.spines.right": False,
             "axes.unicode_minus": False,  # CJK fonts often lack U+2212 MINUS SIGN
-            # Transparent outside and inside the axes: the page decides what the figure sits
-            # on (white in light mode, a neutral card in dark mode: _ext/book_static/book.css).
-            "figure.facecolor": "none",
-            "axes.facecolor": "none",
+            # An opaque white background: the labels are dark, and a transparent figure would
+            # put them on whatever is behind it (in JupyterLab's dark theme, a dark output
+            # area). The HTML book's dark mode dims the figure onto a neutral card instead
+            # (_ext/book_static/book.css).
+            "figure.facecolor": "white",
+            "axes.facecolor": "white",
+            "savefig.facecolor": "white",
             # An opaque legend box, so lines behind a legend do not cross its text.
             "legend.facecolor": "white",
             "legend.framealpha": 0.85,
