@@ -144,6 +144,15 @@ def test_interface_around_the_text_is_chinese(browser, server, page_path):
         page.close()
 
 
+def test_folded_code_toggles_speak_chinese():
+    # myst-nb's default toggle text is "Show code cell source"; _config.yml sets it
+    for page in toc_pages():
+        text = (HTML / page).read_text(encoding="utf-8")
+        assert "Show code cell" not in text and "Hide code cell" not in text, page
+        if "tag_hide-input" in text:
+            assert ">显示代码<" in text and ">隐藏代码<" in text, page
+
+
 def test_every_page_has_its_own_meta_description():
     seen = {}
     for page in toc_pages():
