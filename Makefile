@@ -15,6 +15,8 @@ book: $(INSTALLED) $(ASSETS)
 # The tests run on another CPU code path than the one that stored the outputs (PyTorch's
 # portable kernels, MKL's reproducible mode) and with the experiments' seeds shifted: exact
 # cells must still match digit for digit, and every experiment claim (an assert) must hold.
+# Two processes share the tests, a file at a time (a notebook's cells share a kernel), and the
+# browser checks of a page at a time (tests/conftest.py).
 PORTABLE := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 SEED_OFFSET ?= 3
 
@@ -22,9 +24,7 @@ test: $(INSTALLED) $(ASSETS)
 	$(BIN)/ruff check .
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(PORTABLE) ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests --nbval chapters \
-		--nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -m "not browser" \
-		-n 2 --dist loadfile
-	$(BIN)/pytest tests -m browser -n 2
+		--nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile
 	@if [ "$$CI" != true ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then \
 		echo "没有 Chromium，浏览器测试跳过了：sudo apt-get install chromium 之后再运行 make test 即可加上它们"; \
 	fi
@@ -51,7 +51,7 @@ bench: $(INSTALLED) $(ASSETS)
 # taken by the page tests: look at them after changing styles.
 screenshots: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
-	ONELAYER_SCREENSHOTS=1 $(BIN)/pytest tests -m browser -n 2 \
+	ONELAYER_SCREENSHOTS=1 $(BIN)/pytest tests -m browser -n 2 --dist loadfile \
 		-k "offline_typeset or phone_page or dark_mode"
 	@echo "截图在 $(CURDIR)/_build/screenshots/"
 

@@ -90,3 +90,23 @@ def server():
         pytest.skip("书还没有构建（make book）")
     with serve(HTML) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def book_pages(browser, server):
+    """``book_pages(page_path)``: the page's one shared visit in this test process (visits.py)."""
+    from visits import PageVisits
+
+    visits = PageVisits(browser, server)
+    yield visits
+    visits.close()
+
+
+@pytest.fixture(scope="session")
+def search_tab(browser):
+    """One tab for every search of this test process (visits.search)."""
+    from visits import new_tab
+
+    tab = new_tab(browser)
+    yield tab
+    tab.page.context.close()

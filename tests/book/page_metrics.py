@@ -26,6 +26,19 @@ SCROLL_TO_BOTTOM = """async () => {
 }"""
 
 
+def first_load(entries: dict) -> dict:
+    """From ``ENTRIES``: the bytes transferred, the load event (ms), the render-blocking
+    scripts and the largest of them, and every resource."""
+    blocking = [r for r in entries["resources"] if r["blocking"] and r["type"] == "script"]
+    return {
+        "weight": entries["html"] + sum(r["size"] for r in entries["resources"]),
+        "load_ms": entries["load_ms"],
+        "blocking": blocking,
+        "blocking_max": max((r["body"] for r in blocking), default=0),
+        "resources": entries["resources"],
+    }
+
+
 def measure(browser, server: str, page_path: str, scroll: bool = False) -> dict:
     """First-load weight (bytes), load event (ms) and render-blocking scripts of one page.
 
@@ -38,16 +51,7 @@ def measure(browser, server: str, page_path: str, scroll: bool = False) -> dict:
     try:
         page.goto(f"{server}/{page_path}", wait_until="load")
         page.wait_for_load_state("networkidle")
-        first = page.evaluate(ENTRIES)
-        weight = first["html"] + sum(r["size"] for r in first["resources"])
-        blocking = [r for r in first["resources"] if r["blocking"] and r["type"] == "script"]
-        result = {
-            "weight": weight,
-            "load_ms": first["load_ms"],
-            "blocking": blocking,
-            "blocking_max": max((r["body"] for r in blocking), default=0),
-            "resources": first["resources"],
-        }
+        result = first_load(page.evaluate(ENTRIES))
         if scroll:
             page.evaluate(SCROLL_TO_BOTTOM)
             # The load state stays "networkidle" once reached: wait until the panels are
@@ -62,7 +66,7 @@ def measure(browser, server: str, page_path: str, scroll: bool = False) -> dict:
                 page.wait_for_timeout(1000)
             later = page.evaluate(ENTRIES)
             total = later["html"] + sum(r["size"] for r in later["resources"])
-            result["after_scroll"] = total - weight
+            result["after_scroll"] = total - result["weight"]
         return result
     finally:
         context.close()

@@ -85,14 +85,9 @@ CHAPTER_PAGES = [p for p in toc_pages() if re.match(r"chapters/\d\d_", p)]
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", CHAPTER_PAGES)
-def test_built_references_resolve_to_numbered_figures(browser, server, page_path):
+def test_built_references_resolve_to_numbered_figures(book_pages, page_path):
     notebook = ROOT / page_path.replace(".html", ".ipynb")
-    page = browser.new_page()
-    try:
-        page.goto(f"{server}/{page_path}", wait_until="load")
-        found = page.evaluate(REFERENCES)
-    finally:
-        page.close()
+    found = book_pages(page_path).page.evaluate(REFERENCES)
     assert not found["unresolved"], f"{page_path}：有没有解析的引用（??）"
     names = figure_names(notebook)
     assert len(found["refs"]) >= len(names)

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from page_metrics import measure
-from test_site import HTML, ROOT, toc_files, toc_pages, visit
+from page_metrics import first_load
+from test_site import HTML, ROOT, toc_files, toc_pages
+from visits import search
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import reader_pages  # noqa: E402
@@ -47,8 +48,8 @@ def source_of(doc: str) -> Path:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
-def test_first_load_is_light_and_nothing_big_blocks_rendering(browser, server, page_path):
-    m = measure(browser, server, page_path)
+def test_first_load_is_light_and_nothing_big_blocks_rendering(book_pages, page_path):
+    m = first_load(book_pages(page_path).first_load)
     assert m["weight"] <= MAX_FIRST_LOAD, (
         f"{page_path}: 首次加载 {m['weight'] / 1e6:.2f} MB > {MAX_FIRST_LOAD / 1e6} MB："
         + ", ".join(f"{r['url'].rsplit('/', 1)[-1]} {r['size'] // 1000} KB"
@@ -69,79 +70,62 @@ def test_widget_manager_only_on_pages_with_widgets():
 
 
 @pytest.mark.browser
-def test_icons_render_without_the_font_awesome_script(browser, server):
-    page, requests, _ = visit(browser, server, toc_pages()[1])
-    try:
-        assert not any("fontawesome.js" in u for u in requests)
-        icons = page.eval_on_selector_all(
+@pytest.mark.parametrize("page_path", toc_pages()[1:2])
+def test_icons_render_without_the_font_awesome_script(book_pages, page_path):
+    seen = book_pages(page_path)
+    assert not any("fontawesome.js" in u for u in seen.requests)
+    icons = seen.page.eval_on_selector_all(
             "i.fa-solid, i.fas, span.fa-solid, i.fa-brands, i.fab",
             """els => els.filter(e => e.offsetParent !== null).map(e => {
                  const before = getComputedStyle(e, "::before");
                  const width = e.getBoundingClientRect().width;
                  return [e.className, before.content, before.fontFamily, width];
                })""")
-        assert len(icons) >= 3, icons
-        for name, content, family, width in icons:
-            assert content not in ("none", "normal", '""') and "Font Awesome" in family, name
-            assert width > 4, name
-        assert page.evaluate("document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
-    finally:
-        page.close()
+    assert len(icons) >= 3, icons
+    for name, content, family, width in icons:
+        assert content not in ("none", "normal", '""') and "Font Awesome" in family, name
+        assert width > 4, name
+    assert seen.page.evaluate("document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("query", COMPOUND_QUERIES)
-def test_compound_chinese_query_finds_its_chapter_first(browser, server, query):
-    chapter = COMPOUND_QUERIES[query]
-    page, _, errors = visit(browser, server, f"search.html?q={query}")
-    try:
-        page.wait_for_selector("#search-results ul.search li", timeout=15_000)
-        page.wait_for_function("() => !document.querySelector('#search-progress')"
-                               " || document.querySelector('#search-progress').textContent === ''",
-                               timeout=15_000)
-        terms = page.evaluate("q => onelayerSplitQuery(q)", query)
-        assert terms and all(t in query for t in terms), terms
-        hits = page.eval_on_selector_all("#search-results ul.search li > a",
-                                         "links => links.map(a => a.getAttribute('href'))")
-        pages = [h.split("?")[0].split("#")[0] for h in hits]
-        assert pages and pages[0] == f"{chapter}.html", (query, terms, pages[:5])
-        assert errors == []
-    finally:
-        page.close()
+def test_compound_chinese_query_finds_its_chapter_first(search_tab, server, query):
+    pages = search(search_tab, server, query)
+    terms = search_tab.page.evaluate("q => onelayerSplitQuery(q)", query)
+    assert terms and all(t in query for t in terms), terms
+    assert pages and pages[0] == f"{COMPOUND_QUERIES[query]}.html", (query, terms, pages[:5])
+    assert search_tab.errors == []
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
-def test_interface_around_the_text_is_chinese(browser, server, page_path):
-    page, _, _ = visit(browser, server, page_path)
-    try:
-        strings = page.evaluate("""() => {
-          const out = [];
-          // The book's own words: the article, search results, and links to its pages and
-          // sections (tables of contents, previous/next) carry the titles the authors wrote.
-          const outside = e => !e.closest(
-            "article, .bd-article, #search-results, .bd-search, a.reference, .prev-next-title");
-          document.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title]")
-            .forEach(e => {
-              if (!outside(e) && !e.matches(".bd-search input, .bd-search button")) return;
-              for (const a of ["title", "aria-label", "placeholder", "data-bs-title"]) {
-                if (e.hasAttribute(a)) out.push(e.getAttribute(a));
-              }
-            });
-          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-          for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-            const el = n.parentElement;
-            if (el && outside(el) && el.offsetParent !== null
-                && !el.closest("script, style, pre, code")) out.push(n.textContent);
+def test_interface_around_the_text_is_chinese(book_pages, page_path):
+    strings = book_pages(page_path).page.evaluate("""() => {
+      const out = [];
+      // The book's own words: the article, search results, and links to its pages and
+      // sections (tables of contents, previous/next) carry the titles the authors wrote.
+      const outside = e => !e.closest(
+        "article, .bd-article, #search-results, .bd-search, a.reference, .prev-next-title");
+      document.querySelectorAll("[title], [aria-label], [placeholder], [data-bs-title]")
+        .forEach(e => {
+          if (!outside(e) && !e.matches(".bd-search input, .bd-search button")) return;
+          for (const a of ["title", "aria-label", "placeholder", "data-bs-title"]) {
+            if (e.hasAttribute(a)) out.push(e.getAttribute(a));
           }
-          return out;
-        }""")
-        english = sorted({s.strip() for s in strings
-                          if any(w.lower() not in LATIN_ALLOWED
-                                 for w in re.findall(r"[A-Za-z]{2,}", s))})
-        assert english == [], f"{page_path}: 界面上还有英文: {english}"
-    finally:
-        page.close()
+        });
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const el = n.parentElement;
+        if (el && outside(el) && el.offsetParent !== null
+            && !el.closest("script, style, pre, code")) out.push(n.textContent);
+      }
+      return out;
+    }""")
+    english = sorted({s.strip() for s in strings
+                      if any(w.lower() not in LATIN_ALLOWED
+                             for w in re.findall(r"[A-Za-z]{2,}", s))})
+    assert english == [], f"{page_path}: 界面上还有英文: {english}"
 
 
 def test_folded_code_toggles_speak_chinese():
@@ -207,36 +191,3 @@ def test_last_updated_says_why_it_is_unknown(clones, tmp_path, monkeypatch):
     reader_pages.git_history_problem.cache_clear()
     assert "没有 git" in reader_pages.git_history_problem(str(ROOT))
     reader_pages.git_history_problem.cache_clear()
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("page_path", toc_pages())
-def test_frame_player_sliders_are_named_rounded_and_big_enough(browser, server, page_path):
-    page, _, _ = visit(browser, server, page_path)
-    try:
-        handles = page.eval_on_selector_all(
-            ".frame-player .widget-slider",
-            """sliders => sliders.map(s => {
-                 const h = s.querySelector(".noUi-handle"), r = h.getBoundingClientRect();
-                 const readout = s.querySelector(".widget-readout");
-                 return {name: h.getAttribute("aria-label"), text: h.getAttribute("aria-valuetext"),
-                         shown: (readout.value || readout.textContent).trim(),
-                         label: s.querySelector(".widget-label").textContent.trim(),
-                         w: r.width, h: r.height};
-               })""")
-        for h in handles:
-            assert h["name"] and h["name"] == h["label"], h
-            assert h["text"] == h["shown"] and re.fullmatch(r"-?[\d.e+-]{1,8}", h["text"]), h
-            assert h["w"] >= 24 and h["h"] >= 24, h
-        if handles:  # the announced value follows the slider
-            page.locator(".frame-player .noUi-handle").first.focus()
-            page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(300)
-            after = page.eval_on_selector(
-                ".frame-player .widget-slider",
-                """s => [s.querySelector('.noUi-handle').getAttribute('aria-valuetext'),
-                         (s.querySelector('.widget-readout').value
-                          || s.querySelector('.widget-readout').textContent).trim()]""")
-            assert after[0] == after[1] and after[0] != handles[0]["text"], (after, handles[0])
-    finally:
-        page.close()

@@ -13,6 +13,7 @@ import re
 
 import pytest
 import torch
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_site import toc_pages
 
 # Numbers that are round-off of zero in both implementations (a mean of x̂, a ReLU of 0 …)
@@ -30,18 +31,24 @@ PANEL_PAGES = {
 
 # ---- what Python says, from the controls' values ----
 
-def expected_ffn(controls: dict) -> dict[str, float]:
+def expected_ffn(controls: dict, data: dict) -> dict[str, float]:
+    """From the weights the page holds: they were drawn at random when the book was built,
+    and their last bits depend on that machine's CPU code path."""
     from onelayer.data import sentence_ffn
     from onelayer.ffn import trace_ffn
 
     x = torch.tensor([float(controls[f"x{i}"]) for i in range(4)], dtype=torch.float64)
+    ffn = sentence_ffn(controls["activation"]).double()
     with torch.no_grad():
-        t = trace_ffn(sentence_ffn(controls["activation"]).double(), x)
+        for layer, w, b in ((ffn.w1, "W1", "b1"), (ffn.w2, "W2", "b2")):
+            layer.weight.copy_(torch.tensor(data[w], dtype=torch.float64).T)
+            layer.bias.copy_(torch.tensor(data[b], dtype=torch.float64))
+        t = trace_ffn(ffn, x)
     return {f"{key}.{i}": v for key, values in (("pre", t.pre), ("post", t.post), ("out", t.out))
             for i, v in enumerate(values.tolist())}
 
 
-def expected_activation(controls: dict) -> dict[str, float]:
+def expected_activation(controls: dict, data: dict) -> dict[str, float]:
     from onelayer.activations import value_and_grad
 
     z = torch.tensor([float(controls["z"])], dtype=torch.float64)
@@ -53,7 +60,7 @@ def expected_activation(controls: dict) -> dict[str, float]:
     return found
 
 
-def expected_layernorm(controls: dict) -> dict[str, float]:
+def expected_layernorm(controls: dict, data: dict) -> dict[str, float]:
     from onelayer.norms import LayerNorm, RMSNorm, mean_and_biased_var
 
     def vector(prefix):
@@ -76,7 +83,7 @@ def expected_layernorm(controls: dict) -> dict[str, float]:
     return found
 
 
-def expected_prepost(controls: dict) -> dict[str, float]:
+def expected_prepost(controls: dict, data: dict) -> dict[str, float]:
     from onelayer.norms import LayerNorm
     from onelayer.residual import norm_sublayer
 
@@ -95,7 +102,7 @@ def expected_prepost(controls: dict) -> dict[str, float]:
     return found
 
 
-def expected_block(controls: dict) -> dict[str, float]:
+def expected_block(controls: dict, data: dict) -> dict[str, float]:
     from onelayer.book.widgets.ch07_block import meta_block
     from onelayer.params import block_flops, block_parameter_breakdown
 
@@ -111,7 +118,7 @@ def expected_block(controls: dict) -> dict[str, float]:
     return found
 
 
-def expected_attention(controls: dict) -> dict[str, float]:
+def expected_attention(controls: dict, data: dict) -> dict[str, float]:
     from onelayer.book.widgets.ch06_attention import query_attention
 
     q = torch.tensor([float(controls[f"q{i}"]) for i in range(4)], dtype=torch.float64)
@@ -229,7 +236,8 @@ READ_PANEL = """panel => {
   for (const n of panel.querySelectorAll('.olp-out [data-key]')) {
     (shown[n.dataset.key] = shown[n.dataset.key] || []).push(Number(n.dataset.v));
   }
-  return [controls, shown];
+  const data = panel.querySelector('script[type="application/json"]');
+  return [controls, shown, data ? JSON.parse(data.textContent) : {}];
 }"""
 SET_CONTROL = """([panel, name, value]) => {
   const inputs = [...panel.querySelectorAll(`[data-control="${name}"]`)];
@@ -261,15 +269,14 @@ SETTINGS = {
 }
 
 
-def open_panel(browser, server, kind, width=1280):
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server}/{PANEL_PAGES[kind]}", wait_until="load")
-    panel = page.locator(f".onelayer-panel[data-kind={kind}]")
+def shared_panel(book_pages, kind):
+    """The page's shared visit and its one panel of ``kind``, drawn."""
+    seen = book_pages(PANEL_PAGES[kind])
+    panel = seen.page.locator(f".onelayer-panel[data-kind={kind}]")
     assert panel.count() == 1, f"{PANEL_PAGES[kind]}：应有一个 {kind} 面板"
-    page.wait_for_selector(f".onelayer-panel[data-kind={kind}][data-mounted]", timeout=10_000)
-    return page, panel, errors
+    seen.page.wait_for_selector(f".onelayer-panel[data-kind={kind}][data-mounted]",
+                                timeout=10_000)
+    return seen, panel
 
 # A slider each panel's numbers depend on, moved by the keyboard after the settings above.
 KEYBOARD_SLIDER = {"attention": "q0", "ffn": "x1", "activation": "z", "layernorm": "x0",
@@ -277,74 +284,72 @@ KEYBOARD_SLIDER = {"attention": "q0", "ffn": "x1", "activation": "z", "layernorm
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("kind", list(PANEL_PAGES))
-def test_page_panel_numbers_are_pythons(browser, server, kind):
-    page, panel, errors = open_panel(browser, server, kind)
-    try:
-        handle = panel.element_handle()
-        for step, setting in enumerate(SETTINGS[kind]):
-            for name, value in setting.items():
-                page.evaluate(SET_CONTROL, [handle, name, value])
-            controls, shown = page.evaluate(READ_PANEL, handle)
-            for name, value in setting.items():
-                if name not in ("token",):
-                    assert str(controls[name]).lower() == str(value).lower() or \
-                        float(controls[name]) == float(value), (name, controls[name], value)
-            assert shown, f"{kind}：面板没有显示数"
-            assert_close(shown, EXPECTED[kind](controls), f"{kind} 第 {step} 组 {controls}")
-        # The keyboard moves a slider too, and its value is announced rounded.
-        slider = panel.locator(f"input[data-control={KEYBOARD_SLIDER[kind]}]")
-        before = page.evaluate(READ_PANEL, handle)[1]
-        slider.focus()
-        page.keyboard.press("ArrowLeft")
-        controls, shown = page.evaluate(READ_PANEL, handle)
-        assert shown != before
-        assert_close(shown, EXPECTED[kind](controls), f"{kind} 键盘")
-        for s in panel.locator("input[type=range]").all():
-            text = s.get_attribute("aria-valuetext")
-            assert text and not re.search(r"\d{6,}", text), text
-        assert errors == [], errors
-    finally:
-        page.close()
+@pytest.mark.changes_page
+@pytest.mark.parametrize("kind, page_path", PANEL_PAGES.items())
+def test_page_panel_numbers_are_pythons(book_pages, kind, page_path):
+    seen, panel = shared_panel(book_pages, kind)
+    page = seen.page
+    handle = panel.element_handle()
+    for step, setting in enumerate(SETTINGS[kind]):
+        for name, value in setting.items():
+            page.evaluate(SET_CONTROL, [handle, name, value])
+        controls, shown, data = page.evaluate(READ_PANEL, handle)
+        for name, value in setting.items():
+            if name not in ("token",):
+                assert str(controls[name]).lower() == str(value).lower() or \
+                    float(controls[name]) == float(value), (name, controls[name], value)
+        assert shown, f"{kind}：面板没有显示数"
+        assert_close(shown, EXPECTED[kind](controls, data), f"{kind} 第 {step} 组 {controls}")
+    # The keyboard moves a slider too, and its value is announced rounded.
+    slider = panel.locator(f"input[data-control={KEYBOARD_SLIDER[kind]}]")
+    before = page.evaluate(READ_PANEL, handle)[1]
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    controls, shown, data = page.evaluate(READ_PANEL, handle)
+    assert shown != before
+    assert_close(shown, EXPECTED[kind](controls, data), f"{kind} 键盘")
+    for s in panel.locator("input[type=range]").all():
+        text = s.get_attribute("aria-valuetext")
+        assert text and not re.search(r"\d{6,}", text), text
+    assert seen.errors == [], seen.errors
 
 
-def evaluate_in_panel_page(browser, url: str, kind: str, script: str, arg):
+def evaluate_in_panel_page(book_pages, kind: str, script: str, arg):
     """Run ``script(arg)`` on the page of ``kind``'s panel, once its script has loaded."""
-    page, _, errors = open_panel(browser, url, kind)
-    try:
-        result = page.evaluate(script, arg)
-        assert errors == [], errors
-        return result
-    finally:
-        page.close()
+    seen, _ = shared_panel(book_pages, kind)
+    result = seen.page.evaluate(script, arg)
+    assert seen.errors == [], seen.errors
+    return result
 
 
 @pytest.mark.browser
-def test_block_panel_formula_matches_onelayer_on_every_choice(browser, server):
+@pytest.mark.parametrize("page_path", [PANEL_PAGES["block"]])
+def test_block_panel_formula_matches_onelayer_on_every_choice(book_pages, page_path):
     """The page's closed-form counts against block_parameter_breakdown / block_flops."""
     from onelayer.book.widgets.ch07_block import BLOCK_D_MODELS
 
     cases = [(d, r / 2, gated, norm, bias) for d in BLOCK_D_MODELS for r in (1, 3, 8, 11, 16)
              for gated in (False, True) for norm in ("layernorm", "rmsnorm")
              for bias in (True, False)]
-    got = evaluate_in_panel_page(browser, server, "block", "cases => cases.map(([d, r, g, n, b])"
+    got = evaluate_in_panel_page(book_pages, "block", "cases => cases.map(([d, r, g, n, b])"
                                  " => onelayerPanels.block(d, r, g, n, b, 1024))", cases)
     for (d, r, gated, norm, bias), b in zip(cases, got, strict=True):
         expected = expected_block({"d_model": d, "ratio": r, "norm": norm, "bias": bias,
-                                   "gated": "gated" if gated else "plain", "log2T": 10})
+                                   "gated": "gated" if gated else "plain", "log2T": 10}, {})
         page = {f"{kind}.{k}": v for kind in ("params", "flops") for k, v in b[kind].items()}
         assert page == {k: v for k, v in expected.items()
                         if k.count(".") == 1 and not k.endswith(".total")}, b
 
 
 @pytest.mark.browser
-def test_activation_panel_formulas_match_onelayer_on_a_grid(browser, server):
+@pytest.mark.parametrize("page_path", [PANEL_PAGES["activation"]])
+def test_activation_panel_formulas_match_onelayer_on_a_grid(book_pages, page_path):
     """Values and derivatives on a grid of z (the sliders' grid and beyond), 1e-6 relative."""
     from onelayer.activations import value_and_grad
 
     zs = [round(-8 + 0.05 * k, 2) for k in range(321)] + [-30.0, -12.5, 12.5, 30.0]
     got = evaluate_in_panel_page(
-        browser, server, "activation", "zs => Object.fromEntries(Object.entries("
+        book_pages, "activation", "zs => Object.fromEntries(Object.entries("
         "onelayerPanels.math.ACTIVATIONS).map(([n, f]) => [n, zs.map(f)]))", zs)
     for name, pairs in got.items():
         value, grad = value_and_grad(name, torch.tensor(zs, dtype=torch.float64))
@@ -366,52 +371,56 @@ CONTROLS = ("input:not([type=hidden]), select, textarea, button:not(.copybtn), [
             " .noUi-handle")
 
 
-@pytest.mark.browser
-@pytest.mark.parametrize("page_path", toc_pages())
-def test_every_control_in_the_html_changes_its_panel(browser, server, page_path):
-    """The rule: no slider, button, text box or select in an output leaves its panel unchanged."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+def panel_changes(page, control, before: str, timeout_ms: int) -> bool:
+    """Whether the control's panel shows something other than ``before`` within the time."""
     try:
-        page.goto(f"{server}/{page_path}", wait_until="networkidle")
-        controls = page.locator(f".cell_output :is({CONTROLS})")
-        dead = []
-        for i in range(controls.count()):  # each from the state the previous ones left
-            control = controls.nth(i)
-            if control.is_disabled():
-                continue
-            described = control.evaluate(
-                "c => c.dataset.control || c.getAttribute('aria-label')"
-                " || c.className || c.tagName")
-            before = control.evaluate(PANEL_STATE)
-            kind = control.evaluate(
-                "c => c.tagName === 'SELECT' ? 'select' : (c.type || c.className)")
-            if kind == "select":
-                options = control.evaluate(
-                    "c => [...c.options].map(o => o.value).filter(v => v !== c.value)")
-                control.select_option(options[0])
-            elif kind in ("checkbox", "radio"):
-                if kind == "radio" and control.is_checked():
-                    continue  # choosing the chosen option; its siblings are tried on their own
-                control.click()
-            elif kind in ("text", "textarea", "search"):
-                control.fill(control.input_value() + "猫")
-                control.press("Enter")
-            else:  # a range input, a frame player's handle, a button
-                control.focus()
-                page.keyboard.press("ArrowRight" if kind != "button" else "Enter")
-                page.wait_for_timeout(100)
-                if control.evaluate(PANEL_STATE) == before and kind == "range":
-                    page.keyboard.press("ArrowLeft")
-                    page.keyboard.press("ArrowLeft")
-            page.wait_for_timeout(100)
-            if control.evaluate(PANEL_STATE) == before:
-                dead.append(described)
-        assert dead == [], f"{page_path}：这些控件动了，面板没有变：{dead}"
-        assert errors == [], errors
-    finally:
-        page.close()
+        page.wait_for_function(f"([c, before]) => ({PANEL_STATE})(c) !== before",
+                               arg=[control.element_handle(), before], timeout=timeout_ms)
+        return True
+    except PlaywrightTimeout:
+        return False
+
+
+@pytest.mark.browser
+@pytest.mark.changes_page
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_every_control_in_the_html_changes_its_panel(book_pages, page_path):
+    """The rule: no slider, button, text box or select in an output leaves its panel unchanged."""
+    seen = book_pages(page_path)
+    page = seen.page
+    controls = page.locator(f".cell_output :is({CONTROLS})")
+    dead = []
+    for i in range(controls.count()):  # each from the state the previous ones left
+        control = controls.nth(i)
+        if control.is_disabled():
+            continue
+        described = control.evaluate(
+            "c => c.dataset.control || c.getAttribute('aria-label')"
+            " || c.className || c.tagName")
+        before = control.evaluate(PANEL_STATE)
+        kind = control.evaluate(
+            "c => c.tagName === 'SELECT' ? 'select' : (c.type || c.className)")
+        if kind == "select":
+            options = control.evaluate(
+                "c => [...c.options].map(o => o.value).filter(v => v !== c.value)")
+            control.select_option(options[0])
+        elif kind in ("checkbox", "radio"):
+            if kind == "radio" and control.is_checked():
+                continue  # choosing the chosen option; its siblings are tried on their own
+            control.click()
+        elif kind in ("text", "textarea", "search"):
+            control.fill(control.input_value() + "猫")
+            control.press("Enter")
+        else:  # a range input, a frame player's handle, a button
+            control.focus()
+            page.keyboard.press("ArrowRight" if kind != "button" else "Enter")
+            if kind == "range" and not panel_changes(page, control, before, 500):
+                page.keyboard.press("ArrowLeft")  # the slider was at its maximum
+                page.keyboard.press("ArrowLeft")
+        if not panel_changes(page, control, before, 2000):
+            dead.append(described)
+    assert dead == [], f"{page_path}：这些控件动了，面板没有变：{dead}"
+    assert seen.errors == [], seen.errors
 
 
 # ---- chapter 8: the tiny GPT in the page ----
@@ -539,7 +548,7 @@ def test_attention_map_panel_shows_attention_maps(browser):
                         {"head": "3", "position": "3"}, {"prompt": "1", "position": "0"}):
             for name, value in setting.items():
                 page.evaluate(SET_CONTROL, [handle, name, value])
-            controls, shown = page.evaluate(READ_PANEL, handle)
+            controls, shown, _ = page.evaluate(READ_PANEL, handle)
             ids = torch.tensor(corpus.encode(prompts[int(controls["prompt"])]))
             row = attention_maps(model, ids)[int(controls["head"]), int(controls["position"])]
             expected = {f"w.{j}": v for j, v in enumerate(row.tolist())

@@ -18,15 +18,6 @@ from onelayer.data import two_spirals
 from onelayer.train import fit
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matrices: threads cost more than they save (and the notebooks use one)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def bce(x, y):
     return lambda model: bce_loss(model(x), y)
 
