@@ -36,7 +36,10 @@ SCHEME = """mode => {
   const was = [localStorage.getItem('theme'), html.dataset.mode, html.dataset.theme];
   const [stored, dataMode, dataTheme] = Array.isArray(mode) ? mode : [mode, mode, mode];
   if (stored === null) localStorage.removeItem('theme'); else localStorage.setItem('theme', stored);
-  html.dataset.mode = dataMode; html.dataset.theme = dataTheme;
+  for (const [key, value] of [['mode', dataMode], ['theme', dataTheme]]) {
+    if (value === null || value === undefined) delete html.dataset[key];
+    else html.dataset[key] = value;
+  }
   return was;
 }"""
 SETTLE_MS = 700  # the theme's and book.js's resize handlers wait 200–300 ms
