@@ -7,6 +7,7 @@ times slower, and a result must not depend on how many cores the machine has.
 
 import re
 
+import pytest
 import torch
 
 torch.set_num_threads(1)
@@ -16,12 +17,14 @@ torch.set_num_threads(1)
 # file run one after another in one process, so a notebook's cells share a kernel and a
 # module's fixtures are made once. Browser checks of one page of the book are grouped by that
 # page instead, whatever their file, so they share one visit of it (tests/book/visits.py);
-# in a page's group the checks marked changes_page run last.
+# in a page's group the checks marked changes_page run last. A test is a page's when its id
+# ends with the page (its last parameter, page_path): checked below for every test that
+# uses the shared visit.
 PAGE = re.compile(r"\[(?:.*-)?([\w/]+\.html)\]$")
 
 
 def scope_of(nodeid: str) -> str:
-    """The page a browser check is parametrized with, else the file of the test."""
+    """The page a test is parametrized with (the end of its id), else the test's file."""
     page = PAGE.search(nodeid)
     return page.group(1) if page else nodeid.split("::", 1)[0]
 
@@ -39,5 +42,12 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: item.get_closest_marker("changes_page") is not None
-               and PAGE.search(item.nodeid) is not None)
+    for item in items:
+        if "book_pages" in getattr(item, "fixturenames", ()) or item.get_closest_marker(
+                "changes_page"):
+            page = getattr(item, "callspec", None) and item.callspec.params.get("page_path")
+            if not page or scope_of(item.nodeid) != page:
+                raise pytest.UsageError(
+                    f"{item.nodeid}：用 book_pages 或标记 changes_page 的检查应以参数 page_path "
+                    f"给出页面，并且页面是测试 id 的最后一段（实际 page_path={page!r}）")
+    items.sort(key=lambda item: item.get_closest_marker("changes_page") is not None)

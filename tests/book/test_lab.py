@@ -7,8 +7,8 @@ the repository or the home directory changes. Headless Chromium then opens each 
 the saved panels are drawn before anything runs, the frame players move and the panel that
 computes in the page runs its script (the notebook is trusted), MyST is rendered and the
 exercise answers are folded; Run All; the panel, drawn again by the kernel's output, shows
-onelayer's numbers, and again after a slider is moved by one step. Chapter 1's figures are
-then looked at in Lab's dark theme.
+onelayer's numbers, and again after a slider is moved by one step. Chapter 1's saved figures
+are also looked at in Lab's dark theme, before Run All.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def lab(browser, tmp_path_factory):
     root = home / "chapters"
     shutil.copytree(CHAPTERS, root)
     env = {**os.environ, "IPYTHONDIR": str(home / "ipython")}
-    # The kernels compute as on a reader's machine: make test's portable CPU code path is for
-    # the notebook checks (nbval), and only slows the chapters run here.
+    # The kernels compute on the machine's own CPU code path: make test's portable path is for
+    # the notebook checks (nbval), and would only slow the chapters run here.
     for var in ("ATEN_CPU_CAPABILITY", "MKL_CBWR"):
         env.pop(var, None)
     for var, name in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
@@ -190,6 +190,8 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         assert answers.count() == n_dropdowns > 0
         assert page.locator(".jp-Notebook details.myst-admonition[open]").count() == 0
         assert not answers.first.locator(".myst-admonition-body").is_visible()
+        if name == DARK_THEME_CHAPTER:  # the saved figures, before Run All draws them again
+            assert_figures_readable_in_the_dark_theme(page, name, notebook)
 
         # Run All, as a reader does from the menu, once the kernel is up and the notebook is
         # the current widget (the menu item is disabled until then).
@@ -222,8 +224,6 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         moved_controls, moved, _ = page.evaluate(READ_PANEL, handle)
         assert moved_controls != controls and moved != shown, f"{name}：移动滑块后面板没有变"
         assert_close(moved, EXPECTED[kind](moved_controls, data), f"{name}：移动滑块之后")
-        if name == DARK_THEME_CHAPTER:
-            assert_figures_readable_in_the_dark_theme(page, name, notebook)
         assert errors == [], errors
     finally:
         page.close()

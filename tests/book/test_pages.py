@@ -49,7 +49,7 @@ def source_of(doc: str) -> Path:
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
 def test_first_load_is_light_and_nothing_big_blocks_rendering(book_pages, page_path):
-    m = first_load(book_pages(page_path).first_load)
+    m = first_load(book_pages(page_path).first_load_entries)
     assert m["weight"] <= MAX_FIRST_LOAD, (
         f"{page_path}: 首次加载 {m['weight'] / 1e6:.2f} MB > {MAX_FIRST_LOAD / 1e6} MB："
         + ", ".join(f"{r['url'].rsplit('/', 1)[-1]} {r['size'] // 1000} KB"

@@ -32,17 +32,25 @@ PANEL_PAGES = {
 # ---- what Python says, from the controls' values ----
 
 def expected_ffn(controls: dict, data: dict) -> dict[str, float]:
-    """From the weights the page holds: they were drawn at random when the book was built,
-    and their last bits depend on that machine's CPU code path."""
+    """From the weights the page holds, once they are found to be the chapter's FFN: they were
+    drawn at random when the book was built, and their last bits depend on that machine's
+    CPU code path."""
+    from onelayer.book.widgets.ch01 import ffn_panel_data
     from onelayer.data import sentence_ffn
     from onelayer.ffn import trace_ffn
 
+    held = {key: torch.tensor(data[key], dtype=torch.float64) for key in ("W1", "b1", "W2", "b2")}
+    ours = ffn_panel_data()
+    assert data["x"] == ours["x"]
+    for key, page in held.items():
+        assert torch.allclose(page, torch.tensor(ours[key], dtype=torch.float64),
+                              rtol=1e-6, atol=1e-7), f"页面里的 {key} 不是本章 FFN 的"
     x = torch.tensor([float(controls[f"x{i}"]) for i in range(4)], dtype=torch.float64)
     ffn = sentence_ffn(controls["activation"]).double()
     with torch.no_grad():
         for layer, w, b in ((ffn.w1, "W1", "b1"), (ffn.w2, "W2", "b2")):
-            layer.weight.copy_(torch.tensor(data[w], dtype=torch.float64).T)
-            layer.bias.copy_(torch.tensor(data[b], dtype=torch.float64))
+            layer.weight.copy_(held[w].T)
+            layer.bias.copy_(held[b])
         t = trace_ffn(ffn, x)
     return {f"{key}.{i}": v for key, values in (("pre", t.pre), ("post", t.post), ("out", t.out))
             for i, v in enumerate(values.tolist())}

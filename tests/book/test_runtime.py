@@ -24,6 +24,7 @@ def test_glue_emits_what_myst_nb_glue_emits(monkeypatch):
 
 
 def test_setup_makes_random_numbers_repeatable():
+    torch.set_num_threads(2)  # the test processes compute on one thread already (conftest.py)
     draws = []
     for _ in range(2):
         onelayer.setup(seed=7)

@@ -98,6 +98,7 @@ def test_every_chapter_has_a_search_term():
 @pytest.mark.parametrize("chapter", toc_files()[1:])
 def test_search_finds_chinese_terms(search_tab, server, chapter):
     assert f"{chapter}.html" in search(search_tab, server, SEARCH_TERMS[chapter])
+    assert search_tab.errors == []
 
 
 def test_no_launch_buttons_without_a_repository():
@@ -139,7 +140,8 @@ def test_frame_players_work_without_a_kernel(book_pages, page_path):
             handle.focus()
             page.keyboard.press(key)
             page.wait_for_function(  # the shown figure is (or is again) the first one
-                f"([p, first, back]) => (({PLAYERS})([p])[0].figures[0] === first) === back",
+                f"([p, first, back]) => {{ const shown = ({PLAYERS})([p])[0].figures;"
+                " return shown.length === 1 && (shown[0] === first) === back; }",
                 arg=[players.nth(i).element_handle(), before["figures"][0], back],
                 timeout=5_000)
             (now,) = players.nth(i).evaluate_all(PLAYERS)

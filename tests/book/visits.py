@@ -30,7 +30,7 @@ class Visit:
     page: object                                   # playwright's Page
     requests: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    first_load: dict = field(default_factory=dict)  # page_metrics.ENTRIES before any scrolling
+    first_load_entries: dict = field(default_factory=dict)  # page_metrics.ENTRIES, unscrolled
 
 
 def new_tab(browser) -> Visit:
@@ -46,7 +46,9 @@ def new_tab(browser) -> Visit:
 
 
 def search(tab: Visit, server: str, query: str) -> list[str]:
-    """The pages the book's search page lists for ``query``, best first."""
+    """The pages the book's search page lists for ``query``, best first (``tab.errors`` then
+    holds this search's errors only)."""
+    tab.errors.clear()
     tab.page.goto(f"{server}/search.html?q={query}", wait_until="load")
     tab.page.wait_for_selector("#search-results ul.search li", timeout=15_000)
     tab.page.wait_for_function(
@@ -67,7 +69,7 @@ def visit(browser, server: str, page_path: str) -> Visit:
                            " || window.MathJax.startup.promise !== undefined")
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.wait_for_load_state("networkidle")
-    seen.first_load = page.evaluate(ENTRIES)
+    seen.first_load_entries = page.evaluate(ENTRIES)
     views = page.locator(WIDGET_VIEWS).count()
     if views:  # the widget manager loads when a panel comes near the screen, then draws them all
         page.evaluate("sel => document.querySelector(sel).parentElement.scrollIntoView()",
