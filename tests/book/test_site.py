@@ -139,10 +139,11 @@ def test_frame_players_work_without_a_kernel(book_pages, page_path):
         for key, back in (("ArrowRight", False), ("ArrowLeft", True)):
             handle.focus()
             page.keyboard.press(key)
-            page.wait_for_function(  # the shown figure is (or is again) the first one
-                f"([p, first, back]) => {{ const shown = ({PLAYERS})([p])[0].figures;"
-                " return shown.length === 1 && (shown[0] === first) === back; }",
-                arg=[players.nth(i).element_handle(), before["figures"][0], back],
+            page.wait_for_function(  # the figure and the value are (or are again) the first
+                f"([p, first, text, back]) => {{ const now = ({PLAYERS})([p])[0];"
+                " return now.figures.length === 1 && now.text === now.shown"
+                " && (now.figures[0] === first) === back && (now.text === text) === back; }",
+                arg=[players.nth(i).element_handle(), before["figures"][0], before["text"], back],
                 timeout=5_000)
             (now,) = players.nth(i).evaluate_all(PLAYERS)
             assert now["text"] == now["shown"] and len(now["figures"]) == 1, now
