@@ -42,9 +42,9 @@ def expected_ffn(controls: dict, data: dict) -> dict[str, float]:
     held = {key: torch.tensor(data[key], dtype=torch.float64) for key in ("W1", "b1", "W2", "b2")}
     ours = ffn_panel_data()
     assert data["x"] == ours["x"]
-    for key, page in held.items():
-        assert torch.allclose(page, torch.tensor(ours[key], dtype=torch.float64),
-                              rtol=1e-6, atol=1e-7), f"页面里的 {key} 不是本章 FFN 的"
+    for key, page in held.items():  # PyTorch's normal sampler differs by a few float32 ulps
+        assert torch.allclose(page, torch.tensor(ours[key], dtype=torch.float64),  # (3e-7)
+                              rtol=1e-5, atol=1e-6), f"页面里的 {key} 不是本章 FFN 的"
     x = torch.tensor([float(controls[f"x{i}"]) for i in range(4)], dtype=torch.float64)
     ffn = sentence_ffn(controls["activation"]).double()
     with torch.no_grad():
