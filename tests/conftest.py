@@ -20,6 +20,9 @@ torch.set_num_threads(1)
 # in a page's group the checks marked changes_page run last. A test is a page's when its id
 # ends with the page (its last parameter, page_path): checked below for every test that
 # uses the shared visit.
+# The groups are handed out longest first, so that neither process is left with a long one
+# at the end while the other idles: groups holding a test marked slow (half a minute or more),
+# then the notebooks, then the rest (seconds each), each kind in collection order.
 PAGE = re.compile(r"\[(?:.*-)?([\w/]+\.html)\]$")
 
 
@@ -29,6 +32,7 @@ def scope_of(nodeid: str) -> str:
     return page.group(1) if page else nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest -p no:xdist runs without it
 def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") != "loadfile":
         return None
@@ -38,7 +42,18 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
 
+    config.option.loadscopereorder = False   # keep the order set below, not xdist's by count
     return ByFileOrPage(config, log)
+
+
+def expected_length(items) -> dict[str, int]:
+    """0 for the groups holding a slow test, 1 for the notebooks, 2 for the rest."""
+    rank: dict[str, int] = {}
+    for item in items:
+        scope = scope_of(item.nodeid)
+        own = 0 if item.get_closest_marker("slow") else 1 if scope.endswith(".ipynb") else 2
+        rank[scope] = min(rank.get(scope, 2), own)
+    return rank
 
 
 def pytest_collection_modifyitems(items):
@@ -50,4 +65,6 @@ def pytest_collection_modifyitems(items):
                 raise pytest.UsageError(
                     f"{item.nodeid}：用 book_pages 或标记 changes_page 的检查应以参数 page_path "
                     f"给出页面，并且页面是测试 id 的最后一段（实际 page_path={page!r}）")
-    items.sort(key=lambda item: item.get_closest_marker("changes_page") is not None)
+    rank = expected_length(items)
+    items.sort(key=lambda item: (rank[scope_of(item.nodeid)],
+                                 item.get_closest_marker("changes_page") is not None))

@@ -137,6 +137,7 @@ def cell_indices(notebook: dict, predicate) -> list[int]:
     return [i for i, cell in enumerate(notebook["cells"]) if predicate(cell)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(LIVE_PANELS))
 def test_chapter_in_jupyterlab(browser, lab, name):
     from playwright.sync_api import expect

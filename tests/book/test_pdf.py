@@ -103,6 +103,7 @@ TITLES = [title_of(path) for path in [*CHAPTERS, *map(ROOT.joinpath, APPENDICES)
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # its fixture prints the PDF
 def test_the_pdf_holds_every_chapter(reader):
     assert len(reader.pages) > MIN_PAGES
     pages = chapter_pages(reader, TITLES)  # a bookmark for every chapter, in reading order

@@ -97,7 +97,7 @@ def test_stack_refuses_what_it_cannot_compute(corpus):
 
 
 def test_warmup_experiment_runs_and_shapes(corpus):
-    runs = npos.warmup_experiment(corpus, n_layers=2, seeds=(0, 1), steps=4, warmup=2,
+    runs = npos.warmup_experiment(corpus, n_layers=2, seeds=(0, 1), steps=4, warmups=(0, 2),
                                   d_model=8, n_heads=2, batch_size=4, seq_len=8)
     assert set(runs.losses) == {("post", 0), ("post", 2), ("pre", 0), ("pre", 2)}
     assert runs.losses["pre", 2].shape == (2, 4) and runs.final("pre", 2, last=2).shape == (2,)
@@ -107,8 +107,9 @@ def test_warmup_experiment_runs_and_shapes(corpus):
     x, _ = corpus.batch(4, 8, torch.Generator().manual_seed(99))
     with torch.no_grad():
         assert torch.allclose(runs.models["post", 2][1](x), model.eval()(x), atol=1e-4)
-    with pytest.raises(ValueError, match="warmup 应 ≤ steps"):
-        npos.warmup_experiment(corpus, steps=4, warmup=5)
+    for bad in ((0, 5), (), (1.5,)):
+        with pytest.raises(ValueError, match="warmups 应为 0..steps=4 之间的整数"):
+            npos.warmup_experiment(corpus, steps=4, warmups=bad)
 
 
 def test_prediction_spread_is_zero_for_an_input_blind_model(corpus):
@@ -131,12 +132,13 @@ def test_ffn_grad_norms_one_per_block(corpus):
 
 @pytest.mark.slow
 def test_exercise_5_shorter_warmup_and_smaller_learning_rate(corpus):
-    # 第 5 章练习 5 的答案，用 5 个种子检查（只训练 Post-LN）
+    # 第 5 章练习 5 的答案，用 5 个种子检查（只训练 Post-LN，只训练答案用到的那组）
     unigram, seeds = corpus.unigram_loss(), experiment_seeds(5)
-    short = npos.warmup_experiment(corpus, seeds=seeds, warmup=15, positions=("post",))
+    short = npos.warmup_experiment(corpus, seeds=seeds, warmups=(15,), positions=("post",))
     stalled = (short.final("post", 15) - unigram).abs() < 0.05
     assert stalled.any()                                  # 预热 15 步：至少一个种子仍然停住
-    slow = npos.warmup_experiment(corpus, seeds=seeds, lr=1e-3, positions=("post",))
+    slow = npos.warmup_experiment(corpus, seeds=seeds, warmups=(0,), lr=1e-3,
+                                  positions=("post",))
     assert torch.all(slow.final("post", 0) < unigram - 0.3)             # 1e-3 不预热：都学得动
 
 

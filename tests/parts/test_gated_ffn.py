@@ -1,17 +1,21 @@
-"""The gated FFN against Hugging Face transformers' LLaMA MLP, given the same weights."""
+"""The gated FFN against Hugging Face transformers' LLaMA MLP, given the same weights.
+
+transformers' model classes are imported inside the tests: at the top of the module they
+would cost every test process about 4 s before its first test.
+"""
 
 import pytest
 import torch
-from transformers import GPT2Config, LlamaConfig
-from transformers.activations import ACT2FN
-from transformers.models.llama.modeling_llama import LlamaMLP
 
 from onelayer import FeedForward, count_parameters, ffn_parameter_formula
 from onelayer.activations import get_activation
 from onelayer.ffn import gated_d_ff
 
 
-def llama_mlp_with_our_weights(ffn: FeedForward) -> LlamaMLP:
+def llama_mlp_with_our_weights(ffn: FeedForward):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
     config = LlamaConfig(
         hidden_size=ffn.d_model, intermediate_size=ffn.d_ff, num_attention_heads=2,
         num_key_value_heads=2, hidden_act="silu", mlp_bias=ffn.w1.bias is not None,
@@ -47,6 +51,9 @@ def test_swiglu_differs_from_llama_mlp_when_a_weight_is_not_copied():
 
 
 def test_llama_7b_width_and_parameter_count():
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
     config = LlamaConfig()  # defaults are LLaMA-7B's
     assert (config.hidden_size, config.hidden_act) == (4096, "silu")
     assert config.intermediate_size == gated_d_ff(config.hidden_size, multiple_of=256) == 11008
@@ -60,9 +67,13 @@ def test_llama_7b_width_and_parameter_count():
                                                 ("silu", "silu"), ("relu", "relu"),
                                                 ("sigmoid", "sigmoid")])
 def test_transformers_activations_match_ours(hf_name, ours):
+    from transformers.activations import ACT2FN
+
     x = torch.linspace(-8, 8, 2001, dtype=torch.float64)
     assert (ACT2FN[hf_name](x) - get_activation(ours)(x)).abs().max() < 1e-12
 
 
 def test_gpt2_uses_the_tanh_gelu():
+    from transformers import GPT2Config
+
     assert GPT2Config().activation_function == "gelu_new"

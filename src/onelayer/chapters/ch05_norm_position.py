@@ -170,7 +170,7 @@ class WarmupRuns:
     losses: dict[tuple[str, int], torch.Tensor]
     models: dict[tuple[str, int], list[TinyGPT]]
     seeds: tuple[int, ...]
-    warmup: int
+    warmups: tuple[int, ...]
     lr: float
 
     def final(self, position: str, warmup: int, last: int = 10) -> torch.Tensor:
@@ -180,23 +180,23 @@ class WarmupRuns:
 
 def warmup_experiment(
     corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 90,
-    warmup: int = 45, lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
+    warmups: Sequence[int] = (0, 45), lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
     batch_size: int = 16, seq_len: int = 16, positions: Sequence[str] = ("post", "pre"),
     progress: Progress | None = None,
 ) -> WarmupRuns:
-    """Train Post-LN and Pre-LN TinyGPTs with Adam, each with and without a linear warm-up.
+    """Train Post-LN and Pre-LN TinyGPTs with Adam, once per warm-up length in ``warmups``
+    (0: none; w > 0: the learning rate ramps up linearly over w steps).
 
     Run (position, w, seed) starts from ``tiny_lm(..., seed)`` and sees the batches of
-    ``train_lm(..., seed=seed)``: with and without warm-up differ only in the learning rate.
+    ``train_lm(..., seed=seed)``: runs of one seed differ only in the learning rate.
     The runs of one position are trained together as a ``TinyGPTStack``.
     """
     check_positive_int("steps", steps)
-    check_positive_int("warmup", warmup)
-    if warmup > steps:
-        raise ValueError(f"warmup 应 ≤ steps={steps}，实际为 {warmup}")
+    if not warmups or any(not (isinstance(w, int) and 0 <= w <= steps) for w in warmups):
+        raise ValueError(f"warmups 应为 0..steps={steps} 之间的整数，至少一个，实际为 {warmups!r}")
     if not seeds:
         raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
-    runs = [(w, s) for w in (0, warmup) for s in seeds]
+    runs = [(w, s) for w in warmups for s in seeds]
     losses: dict[tuple[str, int], torch.Tensor] = {}
     models: dict[tuple[str, int], list[TinyGPT]] = {}
     for pos in positions:
@@ -204,11 +204,11 @@ def warmup_experiment(
                                       seq_len) for _, s in runs])
         curves = train_lm(stack, corpus, steps, lr, [w for w, _ in runs], batch_size, seq_len,
                           seed=[s for _, s in runs], progress=progress)
-        for w in (0, warmup):
+        for w in warmups:
             rows = [i for i, (w_i, _) in enumerate(runs) if w_i == w]
             losses[pos, w] = curves[rows]
             models[pos, w] = [stack.member(i) for i in rows]
-    return WarmupRuns(losses, models, tuple(seeds), warmup, lr)
+    return WarmupRuns(losses, models, tuple(seeds), tuple(warmups), lr)
 
 
 @torch.no_grad()
