@@ -107,8 +107,8 @@ def test_warmup_experiment_runs_and_shapes(corpus):
     x, _ = corpus.batch(4, 8, torch.Generator().manual_seed(99))
     with torch.no_grad():
         assert torch.allclose(runs.models["post", 2][1](x), model.eval()(x), atol=1e-4)
-    for bad in ((0, 5), (), (1.5,)):
-        with pytest.raises(ValueError, match="warmups 应为 0..steps=4 之间的整数"):
+    for bad in ((0, 5), (), (1.5,), (2, 2), (True,), 2):
+        with pytest.raises(ValueError, match="warmups 应为 0..steps=4 之间互不相同的整数"):
             npos.warmup_experiment(corpus, steps=4, warmups=bad)
 
 

@@ -1,7 +1,8 @@
 """Chapter 5's experiments: Pre-Norm vs Post-Norm in small GPTs.
 
 - ``init_grad_norms``: per-layer FFN gradients at initialisation (Xiong et al. 2020, Fig. 3);
-- ``warmup_experiment``: Post-LN and Pre-LN trained with and without learning-rate warm-up.
+- ``warmup_experiment``: Post-LN and Pre-LN trained with learning-rate warm-ups of given
+  lengths (0: no warm-up).
 
 The warm-up runs are trained side by side as one ``TinyGPTStack``, a hand-stacked copy of
 ``TinyGPT`` (tests check it against ``TinyGPT`` and ``train_lm`` model by model); it reuses
@@ -192,8 +193,10 @@ def warmup_experiment(
     The runs of one position are trained together as a ``TinyGPTStack``.
     """
     check_positive_int("steps", steps)
-    if not warmups or any(not (isinstance(w, int) and 0 <= w <= steps) for w in warmups):
-        raise ValueError(f"warmups 应为 0..steps={steps} 之间的整数，至少一个，实际为 {warmups!r}")
+    if (not isinstance(warmups, Sequence) or not warmups or len(set(warmups)) < len(warmups)
+            or any(type(w) is not int or not 0 <= w <= steps for w in warmups)):
+        raise ValueError(f"warmups 应为 0..steps={steps} 之间互不相同的整数，至少一个，"
+                         f"实际为 {warmups!r}")
     if not seeds:
         raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
     runs = [(w, s) for w in warmups for s in seeds]
