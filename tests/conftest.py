@@ -46,8 +46,9 @@ def pytest_xdist_make_scheduler(config, log):
     return ByFileOrPage(config, log)
 
 
-def expected_length(items) -> dict[str, int]:
-    """0 for the groups holding a slow test, 1 for the notebooks, 2 for the rest."""
+def queue_ranks(items) -> dict[str, int]:
+    """Each group's place in the queue: 0 when it holds a slow test, 1 for a notebook, 2 for
+    the rest."""
     rank: dict[str, int] = {}
     for item in items:
         scope = scope_of(item.nodeid)
@@ -65,6 +66,6 @@ def pytest_collection_modifyitems(items):
                 raise pytest.UsageError(
                     f"{item.nodeid}：用 book_pages 或标记 changes_page 的检查应以参数 page_path "
                     f"给出页面，并且页面是测试 id 的最后一段（实际 page_path={page!r}）")
-    rank = expected_length(items)
+    rank = queue_ranks(items)
     items.sort(key=lambda item: (rank[scope_of(item.nodeid)],
                                  item.get_closest_marker("changes_page") is not None))

@@ -137,6 +137,14 @@ def cell_indices(notebook: dict, predicate) -> list[int]:
     return [i for i, cell in enumerate(notebook["cells"]) if predicate(cell)]
 
 
+def saved_frame_players(notebook: dict) -> int:
+    """How many frame players the notebook's outputs show, by their saved widget state."""
+    state = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    shown = [out["data"][WIDGET_VIEW]["model_id"] for cell in notebook["cells"]
+             for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
+    return sum("frame-player" in state[model]["state"].get("_dom_classes", []) for model in shown)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(LIVE_PANELS))
 def test_chapter_in_jupyterlab(browser, lab, name):
@@ -167,22 +175,28 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         mounted = f".onelayer-panel[data-kind={kind}][data-mounted]"
         cells.nth(live).locator(mounted).wait_for(state="attached", timeout=30_000)
         # The frame players work without a kernel: their slider is linked in the browser.
+        # (Wait for all of them: a widget's classes come after its first element.)
         players = page.locator(".jp-NotebookPanel .jp-Notebook .frame-player")
-        assert players.count() >= 1
+        n_players = saved_frame_players(notebook)
+        assert n_players >= 1
+        page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel "
+                               ".jp-Notebook .frame-player').length === n", arg=n_players,
+                               timeout=30_000)
+        one_frame_shown = ("([el, before]) => { const alts = [...el.querySelectorAll('img')]"
+                           ".filter(e => e.offsetParent !== null).map(e => e.alt);"
+                           " return alts.length === 1 && alts[0] !== before ? alts[0] : null; }")
         for player in players.all():
-            shown = "els => els.filter(e => e.offsetParent !== null).map(e => e.alt)"
-            before = player.locator("img").evaluate_all(shown)
+            before = page.wait_for_function(one_frame_shown, arg=[player.element_handle(), None],
+                                            timeout=30_000).json_value()
             player.locator(".noUi-handle").first.focus()
             page.keyboard.press("ArrowRight")
-            page.wait_for_function(
-                "([el, before]) => { const alts = [...el.querySelectorAll('img')]"
-                ".filter(e => e.offsetParent !== null).map(e => e.alt);"
-                " return alts.length === 1 && alts[0] !== before; }",
-                arg=[player.element_handle(), before[0]], timeout=10_000)
+            page.wait_for_function(one_frame_shown, arg=[player.element_handle(), before],
+                                   timeout=10_000)
         # MyST is rendered (by jupyterlab-myst, into .myst), answers folded.
         notebook_view = page.locator(".jp-NotebookPanel .jp-Notebook")
         n_markdown = sum(c["cell_type"] == "markdown" for c in notebook["cells"])
-        assert notebook_view.locator(".jp-MarkdownCell .myst").count() == n_markdown
+        expect(notebook_view.locator(".jp-MarkdownCell .myst")).to_have_count(n_markdown,
+                                                                             timeout=30_000)
         shown = "\n".join(notebook_view.locator(
             ".jp-MarkdownCell .myst, .jp-OutputArea").all_text_contents())
         left = [raw for raw in RAW_MYST if raw in shown]
