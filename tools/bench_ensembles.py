@@ -17,9 +17,10 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 from onelayer.chapters.ch03_residual import MLPEnsemble, bce_loss, seeded_mlp
-from onelayer.chapters.ch05_norm_position import TinyGPTStack, tiny_lm
+from onelayer.chapters.ch08_norm_position import tiny_lm
 from onelayer.data import facts_corpus, two_spirals
 from onelayer.model import TinyGPT, lm_loss
+from onelayer.stack import TinyGPTStack
 
 
 def median_ms(step: Callable[[], None], runs: int = 7, repeat: int = 5) -> float:

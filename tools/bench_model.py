@@ -2,7 +2,7 @@
 
 For each config: the median over several runs of one training step's forward + backward
 (each run averages a few steps after a warm-up), the ratio ours/theirs (target ≤ 1.0), and
-TinyGPT's training throughput in tokens/s at chapter 8's config, and how much the KV cache
+TinyGPT's training throughput in tokens/s at chapter 7's config, and how much the KV cache
 speeds up generation (greedy, median over runs, for contexts up to T = 256). One thread, as in
 the notebooks.
 """
@@ -17,7 +17,7 @@ from dataclasses import replace
 import torch
 
 from onelayer.block import BlockConfig
-from onelayer.chapters.ch08_tiny_gpt import FACTS_BATCH, facts_gpt_config
+from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config
 from onelayer.data import FactsCorpus, facts_corpus
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.reference import gpt2_lm_head_model
@@ -68,7 +68,7 @@ def training_throughput(config: GPTConfig, corpus: FactsCorpus, runs: int,
         start = time.perf_counter()
         train_lm(model, corpus, steps, batch_size=FACTS_BATCH)
         rates.append(steps * FACTS_BATCH * config.block_size / (time.perf_counter() - start))
-    print(f"第 8 章的训练（train_lm，含取批与 Adam，{runs} 次的中位数）："
+    print(f"第 7 章的训练（train_lm，含取批与 Adam，{runs} 次的中位数）："
           f"{statistics.median(rates):,.0f} 词元/秒")
 
 
@@ -108,7 +108,7 @@ def main() -> None:
     torch.set_num_threads(1)
     corpus = facts_corpus(32, 8)
     chapter = facts_gpt_config(corpus)
-    compare("第 8 章的配置", chapter, FACTS_BATCH, args.runs)
+    compare("第 7 章的配置", chapter, FACTS_BATCH, args.runs)
     written_out = replace(chapter, block=replace(chapter.block, fused=False))
     compare("同上，但用手写的 LayerNorm 与 GELU", written_out, FACTS_BATCH, args.runs)
     larger = GPTConfig(vocab_size=512, block_size=128, n_layers=4,

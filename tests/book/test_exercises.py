@@ -84,7 +84,7 @@ def test_top_k_checker_passes_the_right_filter_and_names_mistakes(capsys):
     assert "最后一维" in capsys.readouterr().out
 
 
-# The chapter 7 exercise checker (onelayer.book.exercises.check_pre_norm_block)
+# The chapter 6 exercise checker (onelayer.book.exercises.check_pre_norm_block)
 def test_pre_norm_block_checker_accepts_the_two_lines(capsys):
     from onelayer.book.exercises import check_pre_norm_block
 

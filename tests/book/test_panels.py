@@ -23,9 +23,9 @@ PANEL_PAGES = {
     "ffn": "chapters/01_ffn.html",
     "activation": "chapters/02_activation.html",
     "layernorm": "chapters/04_layernorm.html",
-    "prepost": "chapters/05_pre_post_norm.html",
-    "block": "chapters/07_block.html",
-    "attention": "chapters/06_attention.html",
+    "prepost": "chapters/08_pre_post_norm.html",
+    "block": "chapters/06_block.html",
+    "attention": "chapters/05_attention.html",
 }
 
 
@@ -111,7 +111,7 @@ def expected_prepost(controls: dict, data: dict) -> dict[str, float]:
 
 
 def expected_block(controls: dict, data: dict) -> dict[str, float]:
-    from onelayer.book.widgets.ch07_block import meta_block
+    from onelayer.book.widgets.ch06_block import meta_block
     from onelayer.params import block_flops, block_parameter_breakdown
 
     block = meta_block(int(controls["d_model"]), float(controls["ratio"]),
@@ -127,7 +127,7 @@ def expected_block(controls: dict, data: dict) -> dict[str, float]:
 
 
 def expected_attention(controls: dict, data: dict) -> dict[str, float]:
-    from onelayer.book.widgets.ch06_attention import query_attention
+    from onelayer.book.widgets.ch05_attention import query_attention
 
     q = torch.tensor([float(controls[f"q{i}"]) for i in range(4)], dtype=torch.float64)
     shown = query_attention(q, controls["token"], bool(controls["scale"]))
@@ -153,8 +153,8 @@ def test_page_panels_are_self_contained_and_stable():
     from onelayer.book.widgets.ch01 import ffn_explorer
     from onelayer.book.widgets.ch02 import activation_explorer
     from onelayer.book.widgets.ch04 import layernorm_explorer
-    from onelayer.book.widgets.ch06_attention import query_explorer
-    from onelayer.book.widgets.ch07_block import block_explorer
+    from onelayer.book.widgets.ch05_attention import query_explorer
+    from onelayer.book.widgets.ch06_block import block_explorer
 
     for make in (ffn_explorer, activation_explorer, layernorm_explorer, block_explorer,
                  query_explorer):
@@ -182,12 +182,12 @@ def test_ffn_panel_has_the_weights_of_the_chapter_ffn_for_both_activations():
 
 # Panels that recompute with PyTorch: live ipywidgets in Lab, their output removed from the HTML.
 KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
-                 "05_pre_post_norm": "norm_position_explorer(known=grad)",
-                 "08_tiny_gpt": "generation_explorer(model, corpus)"}
+                 "08_pre_post_norm": "norm_position_explorer(known=grad)",
+                 "07_tiny_gpt": "generation_explorer(model, corpus)"}
 PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
                     "04_layernorm": "layernorm_explorer()",
-                    "05_pre_post_norm": "prepost_explorer(x_fish, s)",
-                    "07_block": "block_explorer()", "06_attention": "query_explorer()"}
+                    "08_pre_post_norm": "prepost_explorer(x_fish, s)",
+                    "06_block": "block_explorer()", "05_attention": "query_explorer()"}
 
 
 def test_panel_cells_are_tagged_for_the_html_book():
@@ -212,10 +212,10 @@ def test_panel_cells_are_tagged_for_the_html_book():
 def test_the_tiny_gpt_runs_in_chapter_8s_page():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "chapters" / "08_tiny_gpt.ipynb"
+    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c["source"]).strip() for c in cells]
-    i = sources.index(KERNEL_PANELS["08_tiny_gpt"])
+    i = sources.index(KERNEL_PANELS["07_tiny_gpt"])
     assert sources[i + 1].endswith('tiny_gpt_in_page(model, corpus, "猫吃")')
     # the weights are trained: not compared digit by digit, but shown in the HTML book
     assert set(cells[i + 1]["metadata"]["tags"]) == {"nbval-ignore-output"}
@@ -334,7 +334,7 @@ def evaluate_in_panel_page(book_pages, kind: str, script: str, arg):
 @pytest.mark.parametrize("page_path", [PANEL_PAGES["block"]])
 def test_block_panel_formula_matches_onelayer_on_every_choice(book_pages, page_path):
     """The page's closed-form counts against block_parameter_breakdown / block_flops."""
-    from onelayer.book.widgets.ch07_block import BLOCK_D_MODELS
+    from onelayer.book.widgets.ch06_block import BLOCK_D_MODELS
 
     cases = [(d, r / 2, gated, norm, bias) for d in BLOCK_D_MODELS for r in (1, 3, 8, 11, 16)
              for gated in (False, True) for norm in ("layernorm", "rmsnorm")
@@ -431,12 +431,12 @@ def test_every_control_in_the_html_changes_its_panel(book_pages, page_path):
     assert seen.errors == [], seen.errors
 
 
-# ---- chapter 8: the tiny GPT in the page ----
+# ---- chapter 7: the tiny GPT in the page ----
 
 def random_tiny_gpt():
-    """Chapter 8's model with random weights, norms and biases included (training is the
+    """Chapter 7's model with random weights, norms and biases included (training is the
     chapter's business; the forward pass is what the page must get right)."""
-    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
     from onelayer.data import facts_corpus
     from onelayer.model import TinyGPT
 
@@ -451,8 +451,8 @@ def random_tiny_gpt():
 
 
 def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
-    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
-    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
+    from onelayer.book.widgets.ch07_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
     from onelayer.model import TinyGPT
 
     model, corpus = random_tiny_gpt()
@@ -465,8 +465,8 @@ def test_tiny_gpt_panel_refuses_a_model_it_cannot_run():
 
 @pytest.mark.browser
 def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
-    from onelayer.book.widgets.ch08_tiny_gpt import tiny_gpt_in_page
-    from onelayer.chapters.ch08_tiny_gpt import ffn_activations
+    from onelayer.book.widgets.ch07_tiny_gpt import tiny_gpt_in_page
+    from onelayer.chapters.ch07_tiny_gpt import ffn_activations
 
     model, corpus = random_tiny_gpt()
     generator = torch.Generator().manual_seed(1)
@@ -512,12 +512,12 @@ def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
         page.close()
 
 
-# ---- chapter 6: attention maps of a trained model, drawn in the page ----
+# ---- chapter 5: attention maps of a trained model, drawn in the page ----
 
 def test_the_attention_maps_of_the_trained_model_are_in_chapter_6s_page():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "chapters" / "06_attention.ipynb"
+    path = Path(__file__).resolve().parents[2] / "chapters" / "05_attention.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     (cell,) = [c for c in cells if "attention_map_explorer(runs.models[0]" in "".join(c["source"])]
     assert set(cell["metadata"]["tags"]) == {"nbval-ignore-output"}   # trained weights
@@ -526,7 +526,7 @@ def test_the_attention_maps_of_the_trained_model_are_in_chapter_6s_page():
 
 
 def test_attention_panels_refuse_bad_input():
-    from onelayer.book.widgets.ch06_attention import attention_map_data, query_attention
+    from onelayer.book.widgets.ch05_attention import attention_map_data, query_attention
 
     model, corpus = random_tiny_gpt()
     with pytest.raises(ValueError, match="提示应非空且等长，实际长度为 \\[2, 3\\]"):
@@ -537,8 +537,8 @@ def test_attention_panels_refuse_bad_input():
 
 @pytest.mark.browser
 def test_attention_map_panel_shows_attention_maps(browser):
-    from onelayer.book.widgets.ch06_attention import attention_map_explorer
-    from onelayer.chapters.ch06_attention import attention_maps
+    from onelayer.book.widgets.ch05_attention import attention_map_explorer
+    from onelayer.chapters.ch05_attention import attention_maps
 
     model, corpus = random_tiny_gpt()
     prompts = ["".join(s) for s in corpus.sentences()[:3]]      # 猫吃葱。 …, each 4 characters

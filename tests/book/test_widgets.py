@@ -4,7 +4,7 @@ from onelayer.params import block_parameter_breakdown
 
 
 def test_meta_block_has_the_requested_sizes():
-    from onelayer.book.widgets.ch07_block import meta_block
+    from onelayer.book.widgets.ch06_block import meta_block
 
     block = meta_block(4096, 11008 / 4096, gated=True, norm="rmsnorm", bias=False)
     assert next(block.parameters()).device.type == "meta"
@@ -16,7 +16,7 @@ def test_block_frames_have_one_distinct_alt_text_per_frame():
     import re
 
     from onelayer.book.plotting import use_book_style
-    from onelayer.book.widgets.ch07_block import block_ratio_frames
+    from onelayer.book.widgets.ch06_block import block_ratio_frames
 
     use_book_style()  # the CJK font, as in the chapters
     player = block_ratio_frames()
@@ -115,8 +115,8 @@ def test_panel_figures_are_not_looked_up_in_pyplot(monkeypatch):
 
 
 def test_temperature_title_reads_like_the_slider():
-    from onelayer.book.widgets.ch08_tiny_gpt import _next_token_figure
-    from onelayer.chapters.ch08_tiny_gpt import facts_gpt_config
+    from onelayer.book.widgets.ch07_tiny_gpt import _next_token_figure
+    from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
     from onelayer.data import facts_corpus
     from onelayer.model import TinyGPT
 

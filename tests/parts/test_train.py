@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from onelayer import DeepMLP, FeedForward
 from onelayer.block import BlockConfig
-from onelayer.chapters.ch08_tiny_gpt import fact_recall
+from onelayer.chapters.ch07_tiny_gpt import fact_recall
 from onelayer.data import facts_corpus
 from onelayer.model import GPTConfig, TinyGPT
 from onelayer.train import experiment_seeds, fit, seeded, train_lm, warmup_lr

@@ -124,9 +124,9 @@ def check_layer_norm(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(problem is None, problem or "与 torch.nn.functional.layer_norm 一致。")
 
 
-# 第 5 章：前置归一化与后置归一化
+# 第 8 章：前置归一化与后置归一化
 def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 5: ``fn(x, f, ln, position)`` should return LN(x + F(x)) for position 'post'
+    """Chapter 8: ``fn(x, f, ln, position)`` should return LN(x + F(x)) for position 'post'
     and x + F(LN(x)) for position 'pre' (f: a sublayer, ln: a LayerNorm with random γ, β)."""
     generator = torch.Generator().manual_seed(5)
     f, ln = FeedForward(6, 12, activation="gelu"), LayerNorm(6)
@@ -160,9 +160,9 @@ def check_norm_position(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "post 与 pre 两种摆法都与 LN(x + F(x))、x + F(LN(x)) 一致。")
 
 
-# 第 7 章：Pre-Norm 块的前向
+# 第 6 章：Pre-Norm 块的前向
 def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 7: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
+    """Chapter 6: ``fn(x, ln_1, attn, ln_2, mlp)`` should compute the Pre-Norm block
     h = x + attn(ln_1(x)), out = h + mlp(ln_2(h)) with the given submodules (dropout off).
 
     Checked against ``TransformerBlock`` with random weights (γ, β included, so swapped norms
@@ -201,9 +201,9 @@ def check_pre_norm_block(fn: Callable[..., torch.Tensor]) -> bool:
     return _report(True, "两种输入形状下都与 TransformerBlock（Pre-Norm）一致。")
 
 
-# 第 8 章：top-k 采样前的过滤
+# 第 7 章：top-k 采样前的过滤
 def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
-    """Chapter 8: ``fn(logits, k)`` should keep the k largest scores of the last dimension
+    """Chapter 7: ``fn(logits, k)`` should keep the k largest scores of the last dimension
     and set every other score to -inf (what ``TinyGPT.generate`` does before softmax)."""
     def finite(t: torch.Tensor) -> torch.Tensor:  # −inf → −1e9, so that differences are numbers
         return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
@@ -232,9 +232,9 @@ def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
     return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
 
 
-# 第 6 章：因果自注意力的一个头
+# 第 5 章：因果自注意力的一个头
 def check_causal_attention(fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 6: ``fn(q, k, v)`` should compute softmax(q·kᵀ/√d_k + M)·v with the causal
+    """Chapter 5: ``fn(q, k, v)`` should compute softmax(q·kᵀ/√d_k + M)·v with the causal
     mask M, for q, k, v of shape [..., T, d_k] (what ``F.scaled_dot_product_attention`` with
     ``is_causal=True`` computes)."""
     generator = torch.Generator().manual_seed(6)

@@ -1,4 +1,4 @@
-// 第 6 章：一个查询与“猫吃鱼”的三个键（W_Q = W_K = W_V = I）：分数、注意力权重、输出。
+// 第 5 章：一个查询与“猫吃鱼”的三个键（W_Q = W_K = W_V = I）：分数、注意力权重、输出。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, svgEl, num, slider, select, checkbox, fmt } = P.ui;

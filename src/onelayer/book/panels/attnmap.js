@@ -1,4 +1,4 @@
-// 第 6 章：训练好的事实模型的注意力图。权重由 Python 算好写进 JSON，这里只负责选择与绘制。
+// 第 5 章：训练好的事实模型的注意力图。权重由 Python 算好写进 JSON，这里只负责选择与绘制。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, svgEl, num, radios, select, fmt } = P.ui;

@@ -1,4 +1,4 @@
-// 第 7 章：一个块的参数与前向 FLOPs 按部件分解（闭式计数，与 onelayer.params 的约定相同）。
+// 第 6 章：一个块的参数与前向 FLOPs 按部件分解（闭式计数，与 onelayer.params 的约定相同）。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, num, slider, radios, checkbox, select } = P.ui;

@@ -1,4 +1,4 @@
-// 第 8 章：训练好的小 GPT 在页面里运行：词嵌入 + 位置嵌入 → 块（注意力、FFN）→ ln_f → 与词嵌入共享的输出层。
+// 第 7 章：训练好的小 GPT 在页面里运行：词嵌入 + 位置嵌入 → 块（注意力、FFN）→ ln_f → 与词嵌入共享的输出层。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, num, slider, fmt } = P.ui;

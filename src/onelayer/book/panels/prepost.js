@@ -1,4 +1,4 @@
-// 第 5 章：“鱼”的向量走 L 次同一个子层 F(v) = v ⊙ s，后置归一化 LN(x + F(x)) 与前置归一化 x + F(LN(x))。
+// 第 8 章：“鱼”的向量走 L 次同一个子层 F(v) = v ⊙ s，后置归一化 LN(x + F(x)) 与前置归一化 x + F(LN(x))。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, num, slider, fmt } = P.ui;

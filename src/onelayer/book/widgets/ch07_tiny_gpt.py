@@ -1,4 +1,4 @@
-"""Chapter 8 panels: the trained tiny GPT's next-token distribution, and sampling from it."""
+"""Chapter 7 panels: the trained tiny GPT's next-token distribution, and sampling from it."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _next_token_figure(model: TinyGPT, corpus: FactsCorpus, prompt: str, tempera
 
 
 def temperature_frames(model: TinyGPT, corpus: FactsCorpus, prompt: str) -> widgets.VBox:
-    """Chapter 8, without a kernel: the next-token distribution as the temperature changes."""
+    """Chapter 7, without a kernel: the next-token distribution as the temperature changes."""
     values = [0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0]
 
     def alt(t: float) -> str:

@@ -1,4 +1,4 @@
-"""Chapter 5 panels: per-layer FFN gradients at initialisation, Post-LN against Pre-LN."""
+"""Chapter 8 panels: per-layer FFN gradients at initialisation, Post-LN against Pre-LN."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from onelayer.book.panels import PagePanel
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
 from onelayer.book.widgets.live import live_output
-from onelayer.chapters.ch05_norm_position import init_grad_norms
+from onelayer.chapters.ch08_norm_position import init_grad_norms
 from onelayer.checks import check_last_dim
 from onelayer.norms import LayerNorm
 
@@ -39,7 +39,7 @@ def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
 
 
 def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
-    """Chapter 5, without a kernel: slide the depth L; per-layer FFN gradients at init
+    """Chapter 8, without a kernel: slide the depth L; per-layer FFN gradients at init
     (Xavier init, 3 seeds), Post-LN vs Pre-LN. ``known`` holds results already computed."""
     depths = list(GRAD_FRAME_DEPTHS)
     cache = dict(known or {})
@@ -73,7 +73,7 @@ def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
 
 
 def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
-    """Chapter 5: pick the depth, the arrangement and the init; redraw the per-layer
+    """Chapter 8: pick the depth, the arrangement and the init; redraw the per-layer
     ‖∂L/∂W2‖ at initialisation (3 seeds). ``known`` holds Xavier results already computed."""
     depth = widgets.IntSlider(value=12, min=2, max=24, step=2, description="块数 L")
     arrangement = widgets.ToggleButtons(

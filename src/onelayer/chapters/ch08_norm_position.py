@@ -1,33 +1,25 @@
-"""Chapter 5's experiments: Pre-Norm vs Post-Norm in small GPTs.
+"""Chapter 8's experiments: Pre-Norm vs Post-Norm in small GPTs.
 
 - ``init_grad_norms``: per-layer FFN gradients at initialisation (Xiong et al. 2020, Fig. 3);
 - ``warmup_experiment``: Post-LN and Pre-LN trained with learning-rate warm-ups of given
   lengths (0: no warm-up).
 
-The warm-up runs are trained side by side as one ``TinyGPTStack``, a hand-stacked copy of
-``TinyGPT`` (tests check it against ``TinyGPT`` and ``train_lm`` model by model); it reuses
-the parts' formulas (``norm_sublayer``, ``standardize``). ``torch.func.stack_module_state``
-+ ``vmap`` over ``TinyGPT`` is slower (``make bench``: tools/bench_ensembles.py), and
-``vmap`` cannot run the model's token checks (they branch on tensor values).
+The warm-up runs are trained side by side as one ``onelayer.stack.TinyGPTStack``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from onelayer.block import BlockConfig
 from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus, facts_corpus
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
-from onelayer.norms import standardize
 from onelayer.probes import evaluating, weight_grad_norms
-from onelayer.residual import Sublayer, norm_sublayer
+from onelayer.stack import TinyGPTStack
 from onelayer.train import Progress, seeded, train_lm
 
 
@@ -71,96 +63,6 @@ def init_grad_norms(
                                    init, block_size=seq_len, embedding_std=embedding_std), x, y)
             for seed in seeds]
     return torch.stack(rows)
-
-
-class TinyGPTStack(nn.Module):
-    """Several TinyGPTs of one config computed as one: each weight gets a leading member axis
-    and every linear layer becomes one batched matmul. Member i computes what TinyGPT i
-    computes; only the speed differs (a small model pays a fixed cost per call, which the
-    members now share).
-    Supports the plain blocks the book trains: LayerNorm, biases, no gating, no dropout; an
-    attention-only block (d_ff = 0) too."""
-
-    def __init__(self, members: Sequence[TinyGPT]) -> None:
-        super().__init__()
-        if not members:
-            raise ValueError("members 不能为空：至少要有 1 个 TinyGPT")
-        self.config = members[0].config
-        for m in members:
-            if m.config != self.config:
-                raise ValueError(f"所有成员的配置应相同，实际为 {self.config} 与 {m.config}")
-        block = self.config.block
-        wanted = {"norm": "layernorm", "bias": True, "gated": False, "dropout": 0.0}
-        for name, value in wanted.items():
-            if getattr(block, name) != value:
-                raise ValueError(f"TinyGPTStack 要求 {name}={value!r}，实际为 "
-                                 f"{getattr(block, name)!r}")
-        self.names = [name for name, _ in members[0].named_parameters()]
-        stacked = [torch.stack([dict(m.named_parameters())[n].detach() for m in members])
-                   for n in self.names]
-        self.weights = nn.ParameterList(nn.Parameter(w) for w in stacked)
-        self.index = {name: i for i, name in enumerate(self.names)}
-        mlp = members[0].blocks[0].mlp
-        self.act = mlp.act if mlp is not None else None     # 与 FeedForward 用同一个激活函数
-
-    def per_member(self, values: torch.Tensor) -> list[torch.Tensor]:
-        """``values`` [M] shaped to broadcast against each parameter (members on dim 0)."""
-        if values.shape != (len(self),):
-            raise ValueError(f"每个成员一个值：形状应为 [{len(self)}]，实际为 {list(values.shape)}")
-        return [values.to(w.dtype).view(-1, *[1] * (w.dim() - 1)) for w in self.weights]
-
-    def __len__(self) -> int:
-        return len(self.weights[0])
-
-    def _p(self, name: str) -> torch.Tensor:
-        return self.weights[self.index[name]]
-
-    def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        w, b = self._p(name + ".weight"), self._p(name + ".bias")  # [M, out, in], [M, out]
-        out = torch.baddbmm(b[:, None, :], x.flatten(1, -2), w.transpose(1, 2))
-        return out.view(*x.shape[:-1], -1)
-
-    def _norm(self, name: str) -> Sublayer:
-        gamma, beta = self._p(name + ".weight"), self._p(name + ".bias")
-        eps = self.config.block.eps
-        return lambda x: standardize(x, eps=eps) * gamma[:, None, None] + beta[:, None, None]
-
-    def _attn(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
-        m, b, t, d = x.shape
-        heads = self.config.block.n_heads
-        q, k, v = (part.reshape(m * b, t, heads, d // heads).transpose(1, 2)  # 4 维：融合内核
-                   for part in self._linear(x, prefix + "attn.qkv").split(d, dim=-1))
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self._linear(out.transpose(1, 2).reshape(m, b, t, d), prefix + "attn.proj")
-
-    def _mlp(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
-        hidden = self.act(self._linear(x, prefix + "mlp.w1"))
-        return self._linear(hidden, prefix + "mlp.w2")
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits [M, B, T, vocab_size] for token ids ``idx`` [M, B, T] (one batch per member)."""
-        if idx.dim() != 3 or idx.shape[0] != len(self):
-            raise ValueError(f"词元编号的形状应为 [M={len(self)}, B, T]，实际为 {list(idx.shape)}")
-        tok = self._p("tok.weight")
-        h = tok[torch.arange(len(self))[:, None, None], idx]
-        h = h + self._p("pos.weight")[:, None, :idx.shape[-1]]
-        position = self.config.block.norm_position
-        for i in range(self.config.n_layers):
-            p = f"blocks.{i}."
-            attn, mlp = partial(self._attn, prefix=p), partial(self._mlp, prefix=p)
-            h = norm_sublayer(h, attn, self._norm(p + "ln_1"), position)
-            if self.config.block.ffn_width:                               # d_ff = 0：只有注意力
-                h = norm_sublayer(h, mlp, self._norm(p + "ln_2"), position)
-        if position == "pre":
-            h = self._norm("ln_f")(h)
-        return h @ tok.transpose(1, 2)[:, None]                        # 输出层与词嵌入共享
-
-    def member(self, i: int) -> TinyGPT:
-        """Member ``i`` as an ordinary TinyGPT (in eval mode)."""
-        model = TinyGPT(self.config)
-        model.load_state_dict({name: w[i].detach().clone()
-                               for name, w in zip(self.names, self.weights)})
-        return model.eval()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Chapter 6's experiments: what the heads of a trained facts model (chapter 8's
+"""Chapter 5's experiments: what the heads of a trained facts model (chapter 7's
 ``train_facts_models``) look at, and how much fact recall is lost when one is switched off.
 
 A fact query ends with "subject relation" (猫吃); the answer is predicted at the relation's
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from onelayer.chapters.ch08_tiny_gpt import fact_queries, fact_recall
+from onelayer.chapters.ch07_tiny_gpt import fact_queries, fact_recall
 from onelayer.data import FactsCorpus
 from onelayer.model import TinyGPT
 from onelayer.probes import evaluating, recorded

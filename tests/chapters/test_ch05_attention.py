@@ -1,10 +1,10 @@
-"""Chapter 6's probes: attention maps, heads and the FFN switched off, the ablation summary."""
+"""Chapter 5's probes: attention maps, heads and the FFN switched off, the ablation summary."""
 
 import pytest
 import torch
 
-from onelayer.chapters.ch06_attention import attention_maps, ffn_off, head_ablation, heads_off
-from onelayer.chapters.ch08_tiny_gpt import fact_recall, facts_gpt_config
+from onelayer.chapters.ch05_attention import attention_maps, ffn_off, head_ablation, heads_off
+from onelayer.chapters.ch07_tiny_gpt import fact_recall, facts_gpt_config
 from onelayer.data import facts_corpus
 from onelayer.model import TinyGPT
 

@@ -1,4 +1,4 @@
-"""Chapter 8's experiments: tiny GPTs that learn a table of facts (recall against training
+"""Chapter 7's experiments: tiny GPTs that learn a table of facts (recall against training
 steps, for several FFN widths), and the FFN read as a key-value memory (Geva et al. 2021)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import torch
 
 from onelayer.block import BlockConfig
-from onelayer.chapters.ch05_norm_position import TinyGPTStack
 from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus
 from onelayer.model import GPTConfig, TinyGPT
 from onelayer.probes import evaluating, recorded
+from onelayer.stack import TinyGPTStack
 from onelayer.train import Progress, seeded, train_lm
 
 
@@ -49,13 +49,13 @@ def member_recalls(stack: TinyGPTStack, corpus: FactsCorpus, context: int = 2, s
     return (logits.argmax(-1) == answers).float().mean(dim=-1)
 
 
-FACTS_BATCH = 32  # 第 8 章每步的批大小
+FACTS_BATCH = 32  # 第 7 章每步的批大小
 
 
 def facts_gpt_config(corpus: FactsCorpus, d_ff: int | None = None, n_layers: int = 1,
                      norm_position: str = "pre", init: str = "gpt2",
                      d_model: int = 32) -> GPTConfig:
-    """Chapter 8's model for ``corpus``: GPT-2's block (tanh GELU) with 4 heads, a context of
+    """Chapter 7's model for ``corpus``: GPT-2's block (tanh GELU) with 4 heads, a context of
     4 sentences, fused kernels."""
     block = BlockConfig(d_model=d_model, n_heads=4, d_ff=d_ff, activation="gelu_tanh",
                         norm_position=norm_position, fused=True)

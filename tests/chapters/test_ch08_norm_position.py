@@ -1,14 +1,15 @@
-"""Chapter 5's experiments: Pre-Norm vs Post-Norm at initialisation and in training."""
+"""Chapter 8's experiments: Pre-Norm vs Post-Norm at initialisation and in training."""
 
 import pytest
 import torch
 from torch import nn
 
 from onelayer.block import BlockConfig
-from onelayer.chapters import ch05_norm_position as npos
+from onelayer.chapters import ch08_norm_position as npos
 from onelayer.data import facts_corpus
 from onelayer.model import GPTConfig, TinyGPT
 from onelayer.probes import stream_rms
+from onelayer.stack import TinyGPTStack
 from onelayer.train import experiment_seeds, train_lm
 
 
@@ -52,7 +53,7 @@ def stack_members(corpus, position="post", seeds=(0, 1, 2)):
 @pytest.mark.parametrize("position", ["pre", "post"])
 def test_stack_computes_what_each_member_computes(corpus, position):
     members = stack_members(corpus, position)
-    stack = npos.TinyGPTStack(members)
+    stack = TinyGPTStack(members)
     x = torch.stack([corpus.batch(3, 8, torch.Generator().manual_seed(s))[0] for s in range(3)])
     with torch.no_grad():
         logits = stack(x)
@@ -64,7 +65,7 @@ def test_stack_computes_what_each_member_computes(corpus, position):
 
 def test_stack_trains_like_train_lm_member_by_member(corpus):
     seeds, warmups, lrs = (0, 0, 1), (0, 3, 0), (3e-3, 3e-3, 1e-3)
-    stack = npos.TinyGPTStack(stack_members(corpus, "post", seeds))
+    stack = TinyGPTStack(stack_members(corpus, "post", seeds))
     losses = train_lm(stack, corpus, 5, lrs, warmups, batch_size=4, seq_len=8,
                       seed=list(seeds))
     for i, (seed, w, lr) in enumerate(zip(seeds, warmups, lrs)):
@@ -82,14 +83,14 @@ def test_stack_trains_like_train_lm_member_by_member(corpus):
 
 def test_stack_refuses_what_it_cannot_compute(corpus):
     with pytest.raises(ValueError, match="members 不能为空"):
-        npos.TinyGPTStack([])
+        TinyGPTStack([])
     with pytest.raises(ValueError, match="配置应相同"):
-        npos.TinyGPTStack([*stack_members(corpus, "post", (0,)),
+        TinyGPTStack([*stack_members(corpus, "post", (0,)),
                            *stack_members(corpus, "pre", (0,))])
     gated = BlockConfig(d_model=8, n_heads=2, activation="silu", gated=True)
     with pytest.raises(ValueError, match="gated=False"):
-        npos.TinyGPTStack([TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, gated))])
-    stack = npos.TinyGPTStack(stack_members(corpus))
+        TinyGPTStack([TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, gated))])
+    stack = TinyGPTStack(stack_members(corpus))
     with pytest.raises(ValueError, match=r"形状应为 \[M=3, B, T\]"):
         stack(torch.zeros(2, 4, 8, dtype=torch.long))
     with pytest.raises(ValueError, match="lr 应有 3 个值"):
@@ -132,7 +133,7 @@ def test_ffn_grad_norms_one_per_block(corpus):
 
 @pytest.mark.slow
 def test_exercise_5_shorter_warmup_and_smaller_learning_rate(corpus):
-    # 第 5 章练习 5 的答案，用 5 个种子检查（只训练 Post-LN，只训练答案用到的那组）
+    # 第 8 章练习 5 的答案，用 5 个种子检查（只训练 Post-LN，只训练答案用到的那组）
     unigram, seeds = corpus.unigram_loss(), experiment_seeds(5)
     short = npos.warmup_experiment(corpus, seeds=seeds, warmups=(15,), positions=("post",))
     stalled = (short.final("post", 15) - unigram).abs() < 0.05

@@ -1,4 +1,4 @@
-"""Chapter 6 panels (self-attention), both computed or drawn in the page:
+"""Chapter 5 panels (self-attention), both computed or drawn in the page:
 
 - ``query_explorer``: edit the query of 鱼 (or take another token's), watch the scores, the
   attention weights over 猫/吃/鱼 and the output change (``panels/attention.js``);
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from onelayer.book.panels import PagePanel
-from onelayer.chapters.ch06_attention import attention_maps
+from onelayer.chapters.ch05_attention import attention_maps
 from onelayer.data import TOKENS, FactsCorpus, sentence_x
 from onelayer.model import TinyGPT
 

@@ -1,11 +1,11 @@
-"""Chapter 8's experiments: recalling facts, the FFN read as a key-value memory."""
+"""Chapter 7's experiments: recalling facts, the FFN read as a key-value memory."""
 
 import pytest
 import torch
 
 from onelayer import reference
 from onelayer.block import BlockConfig
-from onelayer.chapters.ch08_tiny_gpt import (
+from onelayer.chapters.ch07_tiny_gpt import (
     FACTS_BATCH,
     NeuronMemory,
     fact_queries,
@@ -99,7 +99,7 @@ def test_value_hits_counts_answers_among_values():
 
 @pytest.mark.slow
 def test_attention_only_catches_up_with_longer_training():
-    # 第 8 章练习 4 的答案：没有 FFN 的模型训练 1000 步，召回率的中位数在 80% 以上
+    # 第 7 章练习 4 的答案：没有 FFN 的模型训练 1000 步，召回率的中位数在 80% 以上
     corpus = facts_corpus(n_subjects=32, n_relations=8, seed=0)
     runs = train_facts_models(corpus, experiment_seeds(5), d_ff=0, steps=1000, every=1000)
     assert runs.recall[:, -1].median() > 0.8

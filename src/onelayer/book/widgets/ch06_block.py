@@ -1,4 +1,4 @@
-"""Chapter 7 panels: where one block's parameters and FLOPs go."""
+"""Chapter 6 panels: where one block's parameters and FLOPs go."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def block_breakdown_figure(blocks: dict[str, TransformerBlock], seq_len: int,
 
 
 def block_ratio_frames(d_model: int = 768, seq_len: int = 1024) -> widgets.VBox:
-    """Chapter 7, without a kernel: slide d_ff/d_model; parameter and FLOP shares of a plain
+    """Chapter 6, without a kernel: slide d_ff/d_model; parameter and FLOP shares of a plain
     GELU block and a SwiGLU block of the same d_ff."""
     ratios = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0]
     kinds = {"GELU + LayerNorm": (False, "layernorm", True),
