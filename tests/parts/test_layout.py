@@ -61,3 +61,25 @@ def test_setup_is_loaded_lazily():
     code = "import onelayer; print(callable(onelayer.setup), callable(onelayer.glue))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True True"
+
+
+def declared_distributions() -> set[str]:
+    import re
+    import tomllib
+    project = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    project = project["project"]
+    specs = project["dependencies"] + [d for extra in project["optional-dependencies"].values()
+                                       for d in extra]
+    return {re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0].lower() for spec in specs}
+
+
+def test_every_third_party_import_is_declared():
+    """Each module the package imports (at any depth, inside functions too) is the standard
+    library's, onelayer's own, or comes from a distribution pyproject.toml declares."""
+    from importlib.metadata import packages_distributions
+    providers = packages_distributions()
+    imported = {m.split(".")[0] for p in PACKAGE.rglob("*.py") for m in imported_modules(p)}
+    third_party = imported - set(sys.stdlib_module_names) - {"onelayer", "__future__"}
+    undeclared = {m: providers.get(m) for m in third_party
+                  if not {d.lower() for d in providers.get(m, [m])} & declared_distributions()}
+    assert not undeclared, f"pyproject.toml 未声明这些导入所属的包：{undeclared}"
