@@ -30,7 +30,7 @@ COMPOUND_QUERIES = {
     "激活函数": "chapters/02_activation",
     "层归一化": "chapters/04_layernorm",
     "前置归一化": "chapters/08_pre_post_norm",
-    "召回率": "chapters/05_attention",   # defined there (事实召回率), used again in chapter 7
+    "召回率": "chapters/07_tiny_gpt",    # defined there (事实召回率)
     "残差连接": "chapters/03_residual",
     "逐位置前馈网络": "chapters/01_ffn",
 }

@@ -28,12 +28,13 @@ SEARCH_TERMS = {
     "chapters/02_activation": "激活",
     "chapters/03_residual": "残差",
     "chapters/04_layernorm": "归一化",
-    "chapters/08_pre_post_norm": "预热",
     "chapters/05_attention": "自注意力",
     "chapters/06_block": "暂退",
     "chapters/07_tiny_gpt": "召回",
+    "chapters/08_pre_post_norm": "预热",
     "chapters/glossary": "术语表",
     "chapters/errata": "勘误",
+    "chapters/reproducibility": "计算路径",
     "chapters/references": "参考文献",
 }
 

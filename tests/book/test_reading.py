@@ -1,0 +1,154 @@
+"""The lesson first: what a reader sees in a chapter teaches, the bookkeeping is folded, and no
+chapter relies on a later one (DESIGN.md, "The lesson first, the evidence beside it")."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+# Tags that take a code cell's source out of the HTML book (hide-input folds it).
+FOLDED = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+GLUE = re.compile(r"\{glue(?::text)?\}`[^`]+`")
+# Talk about the book's own checking machinery; it belongs in the reproducibility appendix.
+CI_TALK = re.compile(r"nbval|ONELAYER_SEED_OFFSET|计算路径|种子组|存档时|make (test|lab|notebooks|bench)"
+                     r"|浏览器测试|MKL|ATEN|不加 assert")
+MAX_NUMBERS_PER_UNIT = 4
+
+# The chapter that teaches each onelayer part a notebook imports (0: the book's machinery).
+# A chapter may use what it or an earlier chapter teaches. A new import must be added here.
+TAUGHT_IN = {
+    # the book's machinery and the reproducibility conventions
+    "setup": 0, "glue": 0, "show_glued": 0, "progress_bar": 0, "experiment_seeds": 0,
+    "seeded": 0,
+    # 1 FFN (with the minimum of ReLU/GELU, Adam and a fit on a teacher)
+    "FeedForward": 1, "count_parameters": 1, "ffn_parameter_formula": 1, "trace_ffn": 1,
+    "TOKENS": 1, "sentence_x": 1, "sentence_ffn": 1, "tiny_example": 1, "shown_w1_columns": 1,
+    "relu": 1, "gelu": 1, "Adam": 1, "fit": 1,
+    # 2 activations and gating
+    "gated_d_ff": 2,
+    # 3 residual connections
+    "Residual": 3, "residual_add": 3, "DeepMLP": 3, "two_spirals": 3, "stream_rms": 3,
+    "gpt2_residual_std": 3,
+    # 4 LayerNorm, RMSNorm
+    "LayerNorm": 4, "RMSNorm": 4, "mean_and_biased_var": 4, "standardize": 4,
+    # 5 self-attention
+    "CausalSelfAttention": 5, "causal_mask": 5, "LayerCache": 5, "reference": 5,
+    # 6 the block (with the minimum of Pre-/Post-Norm)
+    "BlockConfig": 6, "TransformerBlock": 6, "block_flops": 6, "block_parameter_breakdown": 6,
+    "pre_norm": 6, "post_norm": 6, "norm_sublayer": 6, "GPTConfig": 6, "TinyGPT": 6,
+    # 7 the tiny GPT: data, loss, training loop, generation
+    "facts_corpus": 7, "lm_loss": 7, "train_lm": 7, "KVCache": 7, "TinyGPTStack": 7,
+    "gpt2_lm_head_model": 7,
+    # 8 norm positions
+    "deep_norm": 8, "deepnorm_constants": 8, "sandwich_norm": 8, "torch_encoder_layer": 8,
+    "recorded": 8, "saved_activation_bytes": 8,
+}
+# Whole modules: a chapter's experiments and panels serve that chapter (and later ones).
+CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")
+# Names that are whole modules of the activation functions (chapter 2) etc.
+TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.exercises": 0,
+                  "onelayer.book.plotting": 0, "onelayer.book.runtime": 0,
+                  "onelayer.book.widgets.frames": 0, "onelayer.book.panels": 0}
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def chapter_number(path: Path) -> int:
+    return int(path.name[:2])
+
+
+def onelayer_uses(source: str) -> list[tuple[str, str]]:
+    """(module, name) pairs a cell takes from onelayer: ``from onelayer.x import n`` and
+    ``onelayer.n`` attribute use."""
+    uses = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("onelayer"):
+            uses += [(node.module, alias.name) for alias in node.names]
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "onelayer"):
+            uses.append(("onelayer", node.attr))
+    return uses
+
+
+def taught_in(module: str, name: str) -> int | None:
+    if m := CHAPTER_MODULE.match(module):
+        return int(m.group(2))
+    for prefix, chapter in TAUGHT_MODULES.items():
+        if module.startswith(prefix):
+            return chapter
+    return TAUGHT_IN.get(name)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_chapter_relies_on_a_later_one(path):
+    n = chapter_number(path)
+    code = "\n".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "code")
+    problems = []
+    for module, name in onelayer_uses(code):
+        chapter = taught_in(module, name)
+        if chapter is None:
+            problems.append(f"{module}.{name}：不知道哪一章教它，请加进 TAUGHT_IN")
+        elif chapter > n:
+            problems.append(f"{module}.{name} 在第 {chapter} 章才讲")
+    assert problems == [], f"{path.name}: {problems}"
+
+
+def test_order_guard_catches_a_later_part():
+    assert taught_in("onelayer.chapters.ch07_tiny_gpt", "train_facts_models") == 7
+    assert taught_in("onelayer", "TinyGPT") == 6
+    assert ("onelayer.model", "lm_loss") in onelayer_uses("from onelayer.model import lm_loss")
+    assert ("onelayer", "gelu") in onelayer_uses("y = onelayer.gelu(x)")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_bookkeeping_is_folded(path):
+    """glue and show_glued live in cells the HTML removes or folds, and Lab shows collapsed;
+    every folded cell is collapsed in Lab too."""
+    for cell in cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        tags = set(cell["metadata"].get("tags", []))
+        hidden = cell["metadata"].get("jupyter", {}).get("source_hidden", False)
+        if re.search(r"\bglue\(|show_glued\(", source):
+            assert tags & FOLDED, f"glue 应在折叠的单元里：{source[:80]}"
+        if tags & FOLDED:
+            assert hidden, f"折叠的单元在 JupyterLab 里也应收起（jupyter.source_hidden）：{source[:80]}"
+
+
+def prose_units(markdown: str) -> list[str]:
+    """Paragraphs and list items of a markdown cell; table rows are left out."""
+    units = []
+    for para in re.split(r"\n\s*\n", markdown):
+        item: list[str] = []
+        for line in para.splitlines():
+            if line.lstrip().startswith("|"):
+                continue
+            if re.match(r"\s*([-*+]|\d+\.)\s", line) and item:
+                units.append("\n".join(item))
+                item = []
+            item.append(line)
+        if item:
+            units.append("\n".join(item))
+    return units
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_prose_carries_few_numbers_and_no_ci_talk(path):
+    markdown = ["".join(c["source"]) for c in cells(path) if c["cell_type"] == "markdown"]
+    crowded = [u[:60] for md in markdown for u in prose_units(md)
+               if len(GLUE.findall(u)) > MAX_NUMBERS_PER_UNIT]
+    assert crowded == [], f"一段话里插入的数字超过 {MAX_NUMBERS_PER_UNIT} 个，放进表格：{crowded}"
+    talk = [md[:60] for md in markdown if CI_TALK.search(md)]
+    assert len(talk) <= 1, f"正文谈测试机制的单元多于一个（放进附录 reproducibility）：{talk}"
+
+
+def test_prose_guard_counts_list_items_apart():
+    units = prose_units("一段 {glue:text}`a` {glue:text}`b`\n- 项 {glue:text}`c`\n\n| {glue:text}`d` |")
+    assert [len(GLUE.findall(u)) for u in units] == [2, 1]
