@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
 
-.PHONY: book test lab notebooks bench lint pdf screenshots clean
+.PHONY: book check test lab notebooks bench lint pdf screenshots clean
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -28,6 +28,16 @@ test: $(INSTALLED) $(ASSETS)
 	@if [ "$$CI" != true ] && ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then \
 		echo "没有 Chromium，浏览器测试跳过了：sudo apt-get install chromium 之后再运行 make test 即可加上它们"; \
 	fi
+
+# The fast tier, for every edit: lint, every unit test and guard that needs no browser and no
+# long training, and strict nbval over the chapters the edit can change (tools/changed_notebooks.py:
+# notebooks changed since the last commit, or using an onelayer module that changed), on this
+# machine's CPU path with the shifted seeds. make test runs everything.
+check: $(INSTALLED)
+	$(BIN)/ruff check .
+	ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests $$($(BIN)/python tools/changed_notebooks.py) \
+		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		-m "not browser and not slow" -n 2 --dist loadfile
 
 # The chapters are the project's own: trust them, so Lab draws their saved panels on opening.
 # (Jupyter refuses to run as root unless told: root is what containers and CI machines are.)

@@ -30,3 +30,19 @@ def test_ci_script_installs_system_packages_then_runs_the_readme_command():
     # The CJK font and Node.js come with requirements.txt, not from the system.
     assert not any(name in installs[0] for name in ("fonts-noto-cjk", "nodejs", "npm"))
     assert script.rstrip().endswith("make test") and "make test" in readme
+
+
+def test_make_check_runs_the_chapters_an_edit_can_change():
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    from changed_notebooks import notebooks_to_run
+
+    chapters = sorted(p.name for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks_to_run(set()) == []
+    assert notebooks_to_run({"chapters/02_activation.ipynb", "README.md"}) == [
+        "chapters/02_activation.ipynb"]
+    # a chapter's experiments: that chapter, not the first one
+    third = notebooks_to_run({"src/onelayer/chapters/ch03_residual.py"})
+    assert "chapters/03_residual.ipynb" in third and "chapters/01_ffn.ipynb" not in third
+    # setup() is in the book's runtime, which every chapter calls first
+    assert len(notebooks_to_run({"src/onelayer/book/runtime.py"})) == len(chapters)
