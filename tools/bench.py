@@ -1,7 +1,7 @@
 """Wall-time benchmarks of the book's own workflow (make bench).
 
 Prints the median (and the spread) over several runs of: strict nbval over each chapter,
-a no-change book rebuild, and with --full the whole `make test`. Targets live in the
+a no-change book rebuild, `make check` on a clean tree, and with --full the whole `make test`. Targets live in the
 issues; nothing here fails when a target is missed.
 """
 
@@ -48,6 +48,7 @@ def main() -> None:
     subprocess.run(build, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # warm the cache
     report("无改动时重建 HTML 书", wall_times(build, args.runs))
 
+    report("make check（没有改动时）", wall_times(["make", "check"], args.runs))
     if args.full:
         report("make test", wall_times(["make", "test"], args.runs))
 
