@@ -1,22 +1,15 @@
-"""Chapter 5 panels (self-attention), both computed or drawn in the page:
+"""Chapter 5 panel (self-attention), computed in the page:
 
 - ``query_explorer``: edit the query of 鱼 (or take another token's), watch the scores, the
-  attention weights over 猫/吃/鱼 and the output change (``panels/attention.js``);
-- ``attention_map_explorer``: pick a prompt, a head and a position of the trained facts model
-  and see its attention weights (``panels/attnmap.js``; the weights are computed here and
-  written as JSON, the page only draws them).
+  attention weights over 猫/吃/鱼 and the output change (``panels/attention.js``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from onelayer.book.panels import PagePanel
-from onelayer.chapters.ch05_attention import attention_maps
-from onelayer.data import TOKENS, FactsCorpus, sentence_x
-from onelayer.model import TinyGPT
+from onelayer.data import TOKENS, sentence_x
 
 
 def query_panel_data() -> dict:
@@ -42,26 +35,3 @@ def query_attention(q: torch.Tensor, token: str, scaled: bool = True) -> dict[st
     scores = X @ q.double() / (q.numel() ** 0.5 if scaled else 1.0)
     weights = scores.softmax(-1)
     return {"score": scores, "weight": weights, "out": weights @ X}
-
-
-def attention_map_data(model: TinyGPT, corpus: FactsCorpus, prompts: Sequence[str],
-                       subject_head: int | None = None) -> dict:
-    """Every head's attention weights of block 0 for each prompt (which must share one
-    length), as nested lists of floats."""
-    lengths = {len(p) for p in prompts}
-    if not prompts or len(lengths) != 1:
-        raise ValueError(f"提示应非空且等长，实际长度为 {sorted(lengths)}")
-    shown = []
-    for prompt in prompts:
-        maps = attention_maps(model, torch.tensor(corpus.encode(prompt)))   # [h, T, T]
-        shown.append({"text": prompt, "maps": maps.double().tolist()})
-    return {"prompts": shown, "n_heads": model.config.block.n_heads,
-            "subject_head": subject_head}
-
-
-def attention_map_explorer(model: TinyGPT, corpus: FactsCorpus, prompts: Sequence[str],
-                           subject_head: int | None = None) -> PagePanel:
-    """Pick a prompt, a head and the position that asks; see that head's attention map and the
-    asking position's weights."""
-    return PagePanel("attnmap", attention_map_data(model, corpus, prompts, subject_head),
-                     "训练好的模型：每个头在看哪里")
