@@ -149,22 +149,28 @@ def _per_member(name: str, value: object, n: int) -> list:
 
 def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3,
              warmup: int = 0, batch_size: int = 32, seq_len: int | None = None,
-             seed: int | Sequence[int] = 0, progress: Progress | None = None) -> torch.Tensor:
+             seed: int | Sequence[int] = 0, progress: Progress | None = None,
+             hold: int | Sequence[int] = 0) -> torch.Tensor:
     """Train a language model on random batches of ``corpus`` with Adam; returns the loss
     per step, [steps] (or [members, steps] for a stack).
 
     ``warmup`` > 0 ramps the learning rate up linearly over that many steps. The batches
     depend only on ``seed``, so two models trained with the same seed see the same data.
     For a stack of models ``seed`` is a list (one per member, each with its own batches),
-    and ``lr`` and ``warmup`` may be lists too. ``progress`` wraps the range of steps
-    (e.g. the book's progress bar).
+    and ``lr``, ``warmup`` and ``hold`` may be lists too. ``hold`` > 0 keeps the learning
+    rate at 0 for that many first steps (Adam's moments average their gradients, no weight
+    moves), then the schedule starts. ``progress`` wraps the range of steps (e.g. the book's
+    progress bar).
     """
     check_positive_int("steps", steps)
     stacked = isinstance(seed, Sequence)
     seeds = list(seed) if stacked else [seed]
-    lrs, warmups = (_per_member(n, v, len(seeds)) for n, v in (("lr", lr), ("warmup", warmup)))
-    if any(not (isinstance(w, int) and w >= 0) for w in warmups):
-        raise ValueError(f"warmup 应为非负整数，实际为 {warmup!r}")
+    lrs, warmups, holds = (_per_member(n, v, len(seeds))
+                           for n, v in (("lr", lr), ("warmup", warmup), ("hold", hold)))
+    for name, values, given in (("warmup", warmups, warmup), ("hold", holds, hold)):
+        if any(not (type(v) is int and v >= 0) for v in values):
+            raise ValueError(f"{name} 应为非负整数，实际为 {given!r}")
+    _learning_rate(model, torch.tensor(lrs) if stacked else lrs[0])       # lr > 0 for all
     seq_len = seq_len or model.config.block_size
     generators = [torch.Generator().manual_seed(s) for s in seeds]
     params = [p for p in model.parameters() if p.requires_grad]
@@ -175,8 +181,9 @@ def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3
         batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
         x, y = (torch.stack(t) for t in zip(*batches)) if stacked else batches[0]
         loss = lm_loss(model(x), y)
-        step_lrs = [warmup_lr(step, r, w) for r, w in zip(lrs, warmups)]
-        step_lr = _learning_rate(model, torch.tensor(step_lrs)) if stacked else step_lrs[0]
+        step_lrs = [0.0 if step < h else warmup_lr(step - h, r, w)
+                    for r, w, h in zip(lrs, warmups, holds)]
+        step_lr = model.per_member(torch.tensor(step_lrs)) if stacked else step_lrs[0]
         adam.step(torch.autograd.grad(loss.sum(), params), step_lr)
         losses[:, step] = loss.detach()
     return losses if stacked else losses[0]

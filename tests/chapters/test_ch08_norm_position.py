@@ -7,7 +7,7 @@ from torch import nn
 from onelayer.block import BlockConfig
 from onelayer.chapters import ch08_norm_position as npos
 from onelayer.data import facts_corpus
-from onelayer.model import GPTConfig, TinyGPT
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.probes import stream_rms
 from onelayer.stack import TinyGPTStack
 from onelayer.train import experiment_seeds, train_lm
@@ -111,6 +111,26 @@ def test_warmup_experiment_runs_and_shapes(corpus):
     for bad in ((0, 5), (), (1.5,), (2, 2), (True,), 2):
         with pytest.raises(ValueError, match="warmups 应为 0..steps=4 之间互不相同的整数"):
             npos.warmup_experiment(corpus, steps=4, warmups=bad)
+
+
+def test_stall_followup_long_run_and_estimated_moments(corpus):
+    kw = dict(n_layers=2, seeds=(0, 1), d_model=8, n_heads=2, batch_size=4, seq_len=8)
+    runs = npos.stall_followup(corpus, steps=5, estimate=3, **kw)
+    assert runs["long"].shape == runs["estimated"].shape == (2, 5)
+    cold = npos.warmup_experiment(corpus, steps=5, warmups=(0,), positions=("post",), **kw)
+    assert torch.allclose(runs["long"], cold.losses["post", 0], atol=1e-5)
+    # 前 3 步学习率为 0：参数不动，损失就是初始模型在这 3 批上的损失
+    model = npos.tiny_lm(corpus, 2, "post", 1, d_model=8, n_heads=2, block_size=8)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        first = [lm_loss(model(x), y).item() for x, y in (corpus.batch(4, 8, g) for _ in range(3))]
+    assert torch.allclose(runs["estimated"][1, :3], torch.tensor(first), atol=1e-5)
+    assert not torch.allclose(runs["estimated"][:, 3:], runs["long"][:, 3:], atol=1e-3)
+    for bad in (0, 5, 2.5, True):
+        with pytest.raises(ValueError, match="estimate 应为 1..steps-1=4 之间的整数"):
+            npos.stall_followup(corpus, steps=5, estimate=bad, **kw)
+    with pytest.raises(ValueError, match="seeds 不能为空"):
+        npos.stall_followup(corpus, seeds=(), steps=5, estimate=3)
 
 
 def test_prediction_spread_is_zero_for_an_input_blind_model(corpus):

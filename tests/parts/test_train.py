@@ -95,6 +95,25 @@ def test_train_lm_rejects_bad_warmups_and_member_counts():
         train_lm(model, corpus, 2, warmup=-1)
     with pytest.raises(ValueError, match="lr 应有 2 个值"):
         train_lm(model, corpus, 2, lr=[1e-3], seed=[0, 1])
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="hold 应为非负整数"):
+            train_lm(model, corpus, 2, hold=bad)
+    with pytest.raises(ValueError, match="lr 应为正数"):
+        train_lm(model, corpus, 2, lr=0.0)
+
+
+def test_hold_moves_no_weight_then_trains_as_adam_with_filled_moments():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    with seeded(0):
+        model = TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, BlockConfig(d_model=8, n_heads=2)))
+    start = [p.detach().clone() for p in model.parameters()]
+    held = train_lm(model, corpus, 3, lr=1e-2, batch_size=4, hold=3)
+    assert all(torch.equal(a, b) for a, b in zip(start, model.parameters()))
+    # the same batches without holding: the first loss is the same, the weights then move
+    with seeded(0):
+        moving = TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, BlockConfig(d_model=8, n_heads=2)))
+    losses = train_lm(moving, corpus, 3, lr=1e-2, batch_size=4)
+    assert losses[0] == held[0] and not torch.equal(losses, held)
 
 
 def test_experiment_seeds_follow_the_offset(monkeypatch):

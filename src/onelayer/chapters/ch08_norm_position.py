@@ -2,7 +2,9 @@
 
 - ``init_grad_norms``: per-layer FFN gradients at initialisation (Xiong et al. 2020, Fig. 3);
 - ``warmup_experiment``: Post-LN and Pre-LN trained with learning-rate warm-ups of given
-  lengths (0: no warm-up).
+  lengths (0: no warm-up);
+- ``stall_followup``: Post-LN without warm-up, trained longer, and with Adam's moments
+  estimated before the first step (after RAdam's "Adam-2k" control, Liu et al. 2020).
 
 The warm-up runs are trained side by side as one ``onelayer.stack.TinyGPTStack``.
 """
@@ -114,6 +116,35 @@ def warmup_experiment(
             losses[pos, w] = curves[rows]
             models[pos, w] = [stack.member(i) for i in rows]
     return WarmupRuns(losses, models, tuple(seeds), tuple(warmups), lr)
+
+
+def stall_followup(
+    corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 180,
+    estimate: int = 45, lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
+    batch_size: int = 16, seq_len: int = 16, progress: Progress | None = None,
+) -> dict[str, torch.Tensor]:
+    """Post-LN without warm-up, two groups of ``seeds`` trained together for ``steps`` steps;
+    returns their losses [seeds, steps] by group:
+
+    - ``"long"``: Adam at ``lr`` from the first step (``warmup_experiment``'s stalled runs,
+      trained longer; same initial weights and batches);
+    - ``"estimated"``: the first ``estimate`` steps move no parameter (learning rate 0): Adam's
+      moments m and v only average those batches' gradients; then ``lr`` without warm-up.
+      If warm-up only made up for a poorly estimated v (Liu et al. 2020, RAdam), this group
+      would learn.
+    """
+    check_positive_int("steps", steps)
+    if type(estimate) is not int or not 0 < estimate < steps:
+        raise ValueError(f"estimate 应为 1..steps-1={steps - 1} 之间的整数，实际为 {estimate!r}")
+    if not seeds:
+        raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
+    stack = TinyGPTStack([tiny_lm(corpus, n_layers, "post", s, d_model, n_heads, "xavier",
+                                  seq_len) for s in (*seeds, *seeds)])
+    losses = train_lm(stack, corpus, steps, lr, batch_size=batch_size, seq_len=seq_len,
+                      seed=[*seeds, *seeds], hold=[0] * len(seeds) + [estimate] * len(seeds),
+                      progress=progress)
+    n = len(seeds)
+    return {"long": losses[:n], "estimated": losses[n:]}
 
 
 @torch.no_grad()

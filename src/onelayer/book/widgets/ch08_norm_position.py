@@ -40,7 +40,8 @@ def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
 
 def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
     """Chapter 8, without a kernel: slide the depth L; per-layer FFN gradients at init
-    (Xavier init, 3 seeds), Post-LN vs Pre-LN. ``known`` holds results already computed."""
+    (Xavier init; 3 seeds unless ``known`` holds more), Post-LN vs Pre-LN. ``known`` holds
+    results already computed."""
     depths = list(GRAD_FRAME_DEPTHS)
     cache = dict(known or {})
 
@@ -59,7 +60,8 @@ def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
         plot_grad_norms(ax, {pos: norms(pos, n) for pos in ("post", "pre")})
         ax.set_xlim(0.5, max(depths) + 0.5)
         ax.set_ylim(0, top)
-        ax.set_title(f"L = {n} 块：初始化时每块 FFN 的梯度（Xavier 初始化，3 个种子）")
+        seeds = norms("post", n).shape[0]
+        ax.set_title(f"L = {n} 块：初始化时每块 FFN 的梯度（Xavier 初始化，{seeds} 个种子）")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
         return fig
 
@@ -74,7 +76,8 @@ def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
 
 def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
     """Chapter 8: pick the depth, the arrangement and the init; redraw the per-layer
-    ‖∂L/∂W2‖ at initialisation (3 seeds). ``known`` holds Xavier results already computed."""
+    ‖∂L/∂W2‖ at initialisation (3 seeds for what ``known``, the Xavier results already
+    computed, does not hold)."""
     depth = widgets.IntSlider(value=12, min=2, max=24, step=2, description="块数 L")
     arrangement = widgets.ToggleButtons(
         options=[("两者", ("post", "pre")), ("Post-LN", ("post",)), ("Pre-LN", ("pre",))],
@@ -102,8 +105,9 @@ def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
         ax.set_ylabel(r"$\|\partial L / \partial W_2\|$（对数坐标）")
         ax.set_title(f"L = {n_layers} 块、{init.label} 初始化：每块 FFN 的梯度")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        seeds = next(iter(norms.values())).shape[0]
         show_with_alt(fig, f"对数坐标折线图：{n_layers} 块的模型（{init.label} 初始化）在初始化时"
-                           f"每一块 W2 的梯度范数，3 个种子的均值与范围。")
+                           f"每一块 W2 的梯度范数，{seeds} 个种子的均值与范围。")
 
     out = live_output(
         update, {"n_layers": depth, "positions": arrangement, "init_name": init})
