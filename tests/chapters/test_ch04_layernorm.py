@@ -1,0 +1,45 @@
+"""Chapter 4's experiment at initialisation: LayerNorm in chapter 3's deep networks."""
+
+import pytest
+import torch
+
+from onelayer.chapters.ch03_residual import layer_grad_norms, mean_pairwise_cosine, seeded_mlp
+from onelayer.chapters.ch04_layernorm import init_stats, relative_spread
+from onelayer.data import two_spirals
+
+
+def test_relative_spread_is_zero_for_equal_rows_and_scale_free():
+    same = torch.tensor([[1.0, 2.0, 3.0]]).repeat(5, 1)
+    assert relative_spread(same) == 0.0
+    h = torch.tensor([[1.0, 0.0], [3.0, 0.0]])            # mean [2, 0], each row 1 away
+    assert relative_spread(h) == pytest.approx(0.5)
+    assert relative_spread(10 * h) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("bad", [torch.randn(1, 4), torch.randn(4), torch.randn(2, 3, 4)])
+def test_relative_spread_names_the_expected_shape(bad):
+    with pytest.raises(ValueError, match=r"\[n, d\]"):
+        relative_spread(bad)
+
+
+def test_init_stats_matches_the_networks_measured_one_by_one():
+    x, y = two_spirals(40)
+    stats = init_stats(x, y, ("plain_ln", "residual"), seeds=(3, 5), n_layers=4)
+    assert stats.seeds == (3, 5) and stats.variants == ("plain_ln", "residual")
+    for v in stats.variants:
+        for k, seed in enumerate(stats.seeds):
+            net = seeded_mlp(v, 4, seed)
+            grads = layer_grad_norms(net, x, y)
+            with torch.no_grad():
+                last = net.stream(x)[-1]
+            assert stats.grad_ratio[v][k].item() == pytest.approx((grads[0] / grads[-1]).item())
+            assert stats.cosine[v][k].item() == pytest.approx(mean_pairwise_cosine(last).item())
+            assert stats.spread[v][k].item() == pytest.approx(relative_spread(last))
+
+
+def test_init_stats_refuses_unknown_variants_and_no_seeds():
+    x, y = two_spirals(8)
+    with pytest.raises(ValueError, match="variant"):
+        init_stats(x, y, ("plane",), seeds=(0,))
+    with pytest.raises(ValueError, match="seeds"):
+        init_stats(x, y, ("plain",), seeds=())
