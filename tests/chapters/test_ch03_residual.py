@@ -10,8 +10,11 @@ from onelayer.chapters.ch03_residual import (
     MLPEnsemble,
     bce_loss,
     degradation_sweep,
+    display_width,
     error_rate,
     layer_grad_norms,
+    mean_pairwise_cosine,
+    seed_table,
     seeded_mlp,
 )
 from onelayer.data import two_spirals
@@ -197,3 +200,26 @@ def test_sweep_rejects_bad_arguments(kwargs, message):
 def test_seeded_mlp_rejects_an_unknown_variant():
     with pytest.raises(ValueError, match="variant 应为"):
         seeded_mlp("deep", 2, 0)
+
+
+def test_mean_pairwise_cosine_matches_the_cosine_matrix():
+    h = torch.randn(3, 10, 4)
+    unit = torch.nn.functional.normalize(h.double(), dim=-1)
+    cosines = unit @ unit.transpose(-1, -2)
+    expected = (cosines.sum((-1, -2)) - 10) / (10 * 9)
+    assert torch.allclose(mean_pairwise_cosine(h), expected)
+    same_direction = torch.rand(5, 1) * torch.ones(5, 4)        # 长短不同、方向相同
+    assert mean_pairwise_cosine(same_direction).item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="n ≥ 2"):
+        mean_pairwise_cosine(torch.randn(1, 4))
+
+
+def test_seed_table_shows_median_min_max_aligned_for_cjk():
+    values = torch.tensor([[[1.0, 2.0, 30.0]], [[0.0, 0.0, 0.0]]])   # [2 行, 1 列, 3 个种子]
+    table = seed_table(values, [1, 32], ["普通（He 初始化）"], corner="块数")
+    lines = table.splitlines()
+    assert lines[1].endswith("2.0 [1, 30]") and lines[2].endswith("0.0 [0, 0]")
+    assert len({display_width(line) for line in lines}) == 1
+    assert display_width("残差 a") == 6
+    with pytest.raises(ValueError, match="形状应为"):
+        seed_table(values, [1], ["a"])

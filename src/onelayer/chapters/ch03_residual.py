@@ -55,6 +55,51 @@ def layer_grad_norms(model: DeepMLP, x: torch.Tensor, y: torch.Tensor) -> torch.
     return weight_grad_norms(bce_loss(model(x), y), [f.w1.weight for f in model.layers])
 
 
+@torch.no_grad()
+def mean_pairwise_cosine(h: torch.Tensor) -> torch.Tensor:
+    """Mean cosine similarity between the rows of h [..., n, d] over all pairs i ≠ j, shape [...].
+
+    1 means every row points the same way (the representations collapsed to one direction);
+    computed in float64.
+    """
+    if h.dim() < 2 or h.shape[-2] < 2:
+        raise ValueError(f"h 的形状应为 [..., n, d] 且 n ≥ 2，实际为 {list(h.shape)}")
+    unit = F.normalize(h.double(), dim=-1)
+    n = h.shape[-2]
+    total = (unit.sum(-2) ** 2).sum(-1)  # Σ_ij cos(h_i, h_j)，含 i = j 的 n 项（各为 1）
+    return (total - n) / (n * (n - 1))
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in monospaced output: a CJK or full-width character takes two."""
+    return sum(2 if ord(ch) > 0x2E80 else 1 for ch in text)
+
+
+def seed_table(values: torch.Tensor, rows: Sequence[object], columns: Sequence[str],
+               corner: str = "", digits: tuple[int, int] = (1, 0), width: int = 18) -> str:
+    """A plain-text table: cell [r, c] is "median [min, max]" of ``values[r, c]`` over the seeds.
+
+    ``values`` has shape [len(rows), len(columns), seeds]; ``digits`` are the decimals of the
+    median and of the min/max. Columns are right-aligned with CJK characters counted twice.
+    """
+    if values.dim() != 3 or values.shape[:2] != (len(rows), len(columns)):
+        raise ValueError(f"values 的形状应为 [{len(rows)}, {len(columns)}, 种子数]，"
+                         f"实际为 {list(values.shape)}")
+
+    def pad(text: str, to: int) -> str:
+        return " " * (to - display_width(text)) + text
+
+    labels = [str(r) for r in rows]
+    first = max(display_width(t) for t in [corner, *labels])
+    header = corner + " " * (first - display_width(corner))
+    lines = [header + "".join(pad(c, width) for c in columns)]
+    m, e = digits
+    for label, row in zip(labels, values):
+        cells = [f"{v.median():.{m}f} [{v.min():.{e}f}, {v.max():.{e}f}]" for v in row]
+        lines.append(pad(label, first) + "".join(pad(c, width) for c in cells))
+    return "\n".join(lines)
+
+
 class MLPEnsemble(nn.Module):
     """Several ``DeepMLP`` of the same shape, computed together with batched matrix products.
 
