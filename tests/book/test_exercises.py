@@ -37,6 +37,11 @@ def test_gelu_tanh_checker(capsys):
     assert check_gelu_tanh(lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
     assert not check_gelu_tanh(torch.nn.functional.gelu)
     assert "精确" in capsys.readouterr().out
+    # the chapter's buggy demo: 2/π instead of √(2/π)
+    assert not check_gelu_tanh(
+        lambda x: 0.5 * x * (1 + torch.tanh(2 / torch.pi * (x + 0.044715 * x**3))))
+    out = capsys.readouterr().out
+    assert "√(2/π)" in out and "在 [-6, 6] 上逐点比较时最大误差" in out
 
 
 def test_residual_add_checker(capsys):

@@ -1,4 +1,4 @@
-"""Chapter 2's experiment: the bad update and the retraining after it."""
+"""Chapter 2's experiments: the bad update and the retraining after it; gating and products."""
 
 import pytest
 import torch
@@ -6,8 +6,14 @@ import torch.nn.functional as F
 
 from onelayer import FeedForward
 from onelayer.chapters.ch01_ffn import teacher_task
-from onelayer.chapters.ch02_activation import damage_and_retrain, silent_units
-from onelayer.train import seeded
+from onelayer.chapters.ch02_activation import (
+    FFNStack,
+    damage_and_retrain,
+    product_task,
+    silent_units,
+    train_variant,
+)
+from onelayer.train import GradientDescent, seeded
 
 X, Y = teacher_task(d_model=4, d_ff=32, n=64, seed=0)
 
@@ -16,40 +22,40 @@ def lone_run(activation, seed, shift, before, after, lr=0.1):
     """The same experiment on one plain FeedForward, the way the chapter describes it."""
     with seeded(seed):
         model = FeedForward(4, 16, activation=activation)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    params = list(model.parameters())
+    opt = GradientDescent(params)
     for step in range(before + after):
         if step == before:
             with torch.no_grad():
                 model.w1.bias -= shift
         loss = F.mse_loss(model(X), Y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        return model, F.mse_loss(model(X), Y).item()
+        opt.step(torch.autograd.grad(loss, params), lr)
+    return model
 
 
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_every_member_trains_like_a_lone_ffn(activation):
-    runs = damage_and_retrain(X, Y, activation, seeds=(3, 4), shifts=(1.0, 2.5), before=20,
-                              after=30)
-    assert runs.loss_final.shape == (2, 2) and runs.losses.shape == (50, 2, 2)
-    for i, shift in enumerate(runs.shifts):
-        for j, seed in enumerate(runs.seeds):
-            model, final = lone_run(activation, seed, shift, 20, 30)
-            assert abs(runs.loss_final[i, j].item() - final) < 1e-5
-            with torch.no_grad():
-                silent = silent_units(model.w1(X))
-            assert torch.equal(runs.silent_after[i, j], silent & runs.hit[i, j])
+    runs = damage_and_retrain(X, Y, activation, seeds=(3, 4), shift=2.5, before=20, after=30,
+                              every=10)
+    assert runs.top_pre.shape == (4, 2, 16) and runs.check_steps.tolist() == [0, 10, 20, 30]
+    for j, seed in enumerate(runs.seeds):
+        model = lone_run(activation, seed, 2.5, 20, 30)
+        with torch.no_grad():
+            pre = model.w1(X)
+        assert torch.allclose(runs.top_pre[-1, j], pre.amax(dim=0), atol=1e-5)
+        assert torch.equal(runs.silent_after[j], silent_units(pre) & runs.hit[j])
 
 
 def test_relu_units_silenced_by_the_update_never_move_and_gelu_units_do():
-    relu = damage_and_retrain(X, Y, "relu", seeds=(0, 1), shifts=(3.0,), before=20, after=20)
-    gelu = damage_and_retrain(X, Y, "gelu", seeds=(0, 1), shifts=(3.0,), before=20, after=20)
+    relu = damage_and_retrain(X, Y, "relu", seeds=(0, 1), shift=3.0, before=20, after=20)
+    gelu = damage_and_retrain(X, Y, "gelu", seeds=(0, 1), shift=3.0, before=20, after=20)
     assert relu.hit.any() and gelu.hit.any()
     assert (relu.grad_w1[relu.hit] == 0).all() and (relu.moved[relu.hit] == 0).all()
     assert (relu.grad_w2[relu.hit] == 0).all() and (relu.n_revived == 0).all()
     assert (gelu.grad_w1[gelu.hit] > 0).all() and (gelu.moved[gelu.hit] > 0).all()
+    # a silenced ReLU unit's curve is flat: its weights never change
+    flat = relu.top_pre[:, relu.hit]
+    assert torch.equal(flat, flat[:1].expand_as(flat)) and (flat <= 0).all()
 
 
 def test_silent_units_needs_every_input_at_or_below_zero():
@@ -57,13 +63,62 @@ def test_silent_units_needs_every_input_at_or_below_zero():
     assert silent_units(pre).tolist() == [True, True, False]
 
 
+@pytest.mark.parametrize("variant", ["gelu", "swiglu"])
+def test_stack_members_compute_what_their_feedforwards_compute(variant):
+    members = []
+    for seed in (5, 6, 7):
+        with seeded(seed):
+            members.append(FeedForward.from_variant(variant, 8, 12))
+    stack = FFNStack.from_seeds(variant, 8, 12, (5, 6, 7))
+    x = torch.randn(10, 8)
+    with torch.no_grad():
+        expected = torch.stack([m(x) for m in members])
+        assert torch.allclose(stack(x), expected, atol=1e-6)
+        assert torch.allclose(stack.pre_activation(x), torch.stack([m.w1(x) for m in members]),
+                              atol=1e-6)
+
+
+def test_train_variant_trains_each_seed_like_a_lone_ffn_with_adam():
+    train, test = product_task(64, 1), product_task(32, 2)
+    runs = train_variant("swiglu", 5, train, test, seeds=(0, 1), steps=15, lr=0.03)
+    assert runs.train_curve.shape == (15, 2) and runs.test_error.shape == (2,)
+    for j, seed in enumerate((0, 1)):
+        with seeded(seed):
+            model = FeedForward.from_variant("swiglu", 8, 5)
+        opt = torch.optim.Adam(model.parameters(), lr=0.03)
+        for _ in range(15):
+            loss = F.mse_loss(model(train[0]), train[1])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            error = F.mse_loss(model(test[0]), test[1]) / test[1].var()
+        assert abs(runs.test_error[j].item() - error.item()) < 1e-4
+
+
+def test_product_task_targets_are_neighbouring_products():
+    x, y = product_task(5, 0, d_model=3)
+    assert torch.allclose(y[:, 0], x[:, 0] * x[:, 1]) and torch.allclose(y[:, 2], x[:, 2] * x[:, 0])
+    assert torch.equal(product_task(5, 0, d_model=3)[0], x)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"shifts": (0.0,)}, "shifts 应全为正数"),
+    ({"shift": 0.0}, "shift 应为正数"),
     ({"seeds": ()}, "至少有一个值"),
     ({"before": 0}, "before"),
+    ({"after": 25}, "整数倍"),
     ({"activation": "swish"}, "activation"),
 ])
 def test_bad_arguments_name_expected_and_actual(kwargs, message):
     args = {"activation": "relu", "seeds": (0,)} | kwargs
     with pytest.raises(ValueError, match=message):
         damage_and_retrain(X, Y, **args)
+
+
+def test_stack_refuses_members_that_differ():
+    with pytest.raises(ValueError, match="d_ff"):
+        FFNStack([FeedForward(4, 8), FeedForward(4, 6)])
+    with pytest.raises(ValueError, match="bias"):
+        FFNStack([FeedForward(4, 8, bias=False)])
+    with pytest.raises(ValueError, match="至少有一个"):
+        FFNStack([])

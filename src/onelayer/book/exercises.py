@@ -77,7 +77,7 @@ def check_gelu_tanh(fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
         (0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**2))),
          "括号里是 x 的三次方 x³。"),
     ]
-    problem = _judge(fn, (x,), gelu_tanh(x), "在 [-6, 6] 上", mistakes,
+    problem = _judge(fn, (x,), gelu_tanh(x), "在 [-6, 6] 上逐点比较", mistakes,
                      "对照公式逐项检查：½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))。")
     return _report(problem is None, problem or "在 [-6, 6] 上与 tanh 近似的 GELU 一致。")
 

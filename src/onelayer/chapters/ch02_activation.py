@@ -1,8 +1,12 @@
-"""Chapter 2's experiment: a 'bad update' pushes every b1 down, then training goes on — do
-the units it silenced come back, with ReLU and with GELU?
+"""Chapter 2's experiments, trained with ``onelayer.train.fit``.
 
-All runs of one activation (every seed × every shift) train together as one stack of
-independent FFNs ("members"): each weight gets a leading member dimension and each linear
+* The bad update: every b1 is pushed down, then training goes on — do the units it silenced
+  come back, with ReLU and with GELU?
+* Gating and products: plain and gated FFNs of about the same size learn the products
+  y_i = x_i · x_{i+1}, or a ReLU teacher's map.
+
+One run per seed; all seeds of one variant train together as an :class:`FFNStack`, a stack
+of independent FFNs ("members"): each weight gets a leading member dimension and each linear
 layer becomes one batched matrix product. Member m computes exactly what a lone
 ``FeedForward`` built from its seed would (a test checks it).
 """
@@ -13,11 +17,71 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from onelayer.activations import get_activation
-from onelayer.checks import check_positive_int
+from onelayer.checks import check_last_dim, check_positive_int
 from onelayer.ffn import FeedForward
-from onelayer.train import seeded
+from onelayer.train import fit, seeded
+
+
+class FFNStack(nn.Module):
+    """M independent ``FeedForward`` members (with biases) as one module: x [n, d_model] →
+    [M, n, d_model]. Weights are stored as x·W ([M, d_in, d_out]), biases as [M, 1, d_out]."""
+
+    def __init__(self, members: Sequence[FeedForward]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("members 应至少有一个 FeedForward，实际为 0 个")
+        first = members[0]
+        shape = (first.d_model, first.d_ff, first.activation, first.gated)
+        for member in members:
+            got = (member.d_model, member.d_ff, member.activation, member.gated)
+            if got != shape:
+                raise ValueError(f"成员的 (d_model, d_ff, activation, gated) 应都为 {shape}，"
+                                 f"实际有 {got}")
+            if member.w1.bias is None:
+                raise ValueError("成员应带偏置（bias=True），实际为 bias=False")
+        self.d_model, self.d_ff, self.activation, self.gated = shape
+        self.act = first.act
+
+        def stack(get):
+            return nn.Parameter(torch.stack([get(m).detach().clone() for m in members]))
+
+        self.w1 = stack(lambda m: m.w1.weight.T)  # [M, d_model, d_ff]
+        self.b1 = stack(lambda m: m.w1.bias[None])  # [M, 1, d_ff]
+        self.w2 = stack(lambda m: m.w2.weight.T)  # [M, d_ff, d_model]
+        self.b2 = stack(lambda m: m.w2.bias[None])  # [M, 1, d_model]
+        if self.gated:
+            self.w3 = stack(lambda m: m.w3.weight.T)  # [M, d_model, d_ff]
+            self.b3 = stack(lambda m: m.w3.bias[None])  # [M, 1, d_ff]
+
+    @classmethod
+    def from_seeds(cls, variant: str, d_model: int, d_ff: int,
+                   seeds: Sequence[int]) -> FFNStack:
+        """One ``FeedForward.from_variant(variant, d_model, d_ff)`` per seed, each built
+        inside ``seeded(seed)``."""
+        members = []
+        for seed in seeds:
+            with seeded(seed):
+                members.append(FeedForward.from_variant(variant, d_model, d_ff))
+        return cls(members)
+
+    def pre_activation(self, x: torch.Tensor) -> torch.Tensor:
+        """x·W1 + b1 of every member: [M, n, d_ff]."""
+        check_last_dim(x, self.d_model)
+        return torch.baddbmm(self.b1, x.expand(len(self.w1), -1, -1), self.w1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.act(self.pre_activation(x))
+        if self.gated:
+            h = h * torch.baddbmm(self.b3, x.expand(len(self.w1), -1, -1), self.w3)
+        return torch.baddbmm(self.b2, h, self.w2)
+
+
+def member_mse(stack: FFNStack, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean squared error of every member on (x, y): [M]."""
+    return ((stack(x) - y) ** 2).mean(dim=(1, 2))
 
 
 def silent_units(pre: torch.Tensor) -> torch.Tensor:
@@ -28,106 +92,109 @@ def silent_units(pre: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class DamageRuns:
-    """Every run of :func:`damage_and_retrain`; the leading dims are [shift, seed]."""
+    """Every run of :func:`damage_and_retrain`, one per seed: dims [N, d_ff] unless noted."""
 
-    shifts: tuple[float, ...]
     seeds: tuple[int, ...]
-    hit: torch.Tensor           # [S, N, d_ff] bool: silent on every input right after the update
-    grad_w1: torch.Tensor       # [S, N, d_ff]: Σ|∂L/∂W1| over each unit's weights, right after it
-    grad_w2: torch.Tensor       # [S, N, d_ff]: Σ|∂L/∂W2| over each unit's output weights
-    moved: torch.Tensor         # [S, N, d_ff]: Σ|change| of each unit's W1 weights and b1 after it
-    silent_after: torch.Tensor  # [S, N, d_ff] bool: still silent on every input at the end
-    loss_before: torch.Tensor   # [S, N]: just before the bad update
-    loss_final: torch.Tensor    # [S, N]: after retraining
-    losses: torch.Tensor        # [before + after, S, N]: the loss before each step
+    hit: torch.Tensor           # bool: silent on every input right after the update
+    grad_w1: torch.Tensor       # Σ|∂L/∂W1| over each unit's input weights, right after it
+    grad_w2: torch.Tensor       # Σ|∂L/∂W2| over each unit's output weights, right after it
+    moved: torch.Tensor         # Σ|change| of each unit's W1 weights and b1 while retraining
+    silent_after: torch.Tensor  # bool: silenced by the update and still silent at the end
+    top_pre: torch.Tensor       # [checks, N, d_ff]: max over inputs of each unit's
+                                # pre-activation, right after the update and every ``every`` steps
+    check_steps: torch.Tensor   # [checks]: retraining steps at which top_pre was taken
 
     @property
     def n_hit(self) -> torch.Tensor:
-        """[S, N]: units the bad update silenced."""
+        """[N]: units the bad update silenced."""
         return self.hit.sum(dim=-1)
 
     @property
     def n_revived(self) -> torch.Tensor:
-        """[S, N]: silenced units that answer at least one input again at the end."""
+        """[N]: silenced units that answer at least one input again at the end."""
         return (self.hit & ~self.silent_after).sum(dim=-1)
 
 
 def damage_and_retrain(
     x: torch.Tensor, y: torch.Tensor, activation: str, seeds: Sequence[int],
-    shifts: Sequence[float] = (2.0,), d_ff: int = 16, before: int = 200, after: int = 300,
-    lr: float = 0.1,
+    shift: float = 2.0, d_ff: int = 16, before: int = 200, after: int = 300,
+    lr: float = 0.1, every: int = 10,
 ) -> DamageRuns:
-    """For every shift and seed: build ``FeedForward(d_model, d_ff, activation)`` from the
-    seed, train it by plain full-batch gradient descent on the MSE (lr ``lr``) for ``before``
-    steps, subtract the shift from every b1 (the bad update), train ``after`` more steps, and
-    record what happened to the units the update silenced."""
-    for name, value in (("d_ff", d_ff), ("before", before), ("after", after)):
+    """For every seed: build ``FeedForward(d_model, d_ff, activation)`` from the seed, train
+    it with ``fit`` (plain gradient descent, lr ``lr``) on the MSE for ``before`` steps,
+    subtract ``shift`` from every b1 (the bad update), and train ``after`` more steps,
+    watching the units the update silenced. Plain gradient descent keeps no state, so
+    retraining in pieces of ``every`` steps is the same as one piece."""
+    for name, value in (("d_ff", d_ff), ("before", before), ("after", after),
+                        ("every", every)):
         check_positive_int(name, value)
-    seeds, shifts = tuple(seeds), tuple(float(s) for s in shifts)
-    if not seeds or not shifts:
-        raise ValueError(f"seeds 和 shifts 都应至少有一个值，"
-                         f"实际为 {len(seeds)} 个和 {len(shifts)} 个")
-    if min(shifts) <= 0:
-        raise ValueError(f"shifts 应全为正数（偏置减去的量），实际为 {list(shifts)}")
-    if x.ndim != 2 or y.shape[:1] != x.shape[:1]:
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ValueError("seeds 应至少有一个值，实际为 0 个")
+    if not shift > 0:
+        raise ValueError(f"shift 应为正数（偏置减去的量），实际为 {shift!r}")
+    if after % every:
+        raise ValueError(f"after 应为 every={every} 的整数倍，实际为 {after}")
+    if x.ndim != 2 or y.ndim != 2 or y.shape[0] != x.shape[0]:
         raise ValueError(f"x 应为 [n, d_model]、y 应为 [n, d_out]，实际为 {list(x.shape)} 和 "
                          f"{list(y.shape)}")
-    act = get_activation(activation)
-    n_shifts, n_seeds = len(shifts), len(seeds)
+    get_activation(activation)  # a wrong name fails here, before any training
+    stack = FFNStack([_seeded_ffn(seed, x.shape[1], d_ff, activation) for seed in seeds])
 
-    inits = []
-    for seed in seeds:
-        with seeded(seed):
-            inits.append(FeedForward(x.shape[-1], d_ff, activation=activation))
-    params = [torch.stack([t.detach() for t in tensors]).requires_grad_() for tensors in (
-        [f.w1.weight.T for f in inits], [f.w1.bias for f in inits],
-        [f.w2.weight.T for f in inits], [f.w2.bias for f in inits])]
+    def loss(model: FFNStack) -> torch.Tensor:
+        return member_mse(model, x, y)
 
-    def pre_activation() -> torch.Tensor:                        # [M, n, d_ff]
-        return x @ params[0] + params[1][:, None]
-
-    def member_losses() -> torch.Tensor:                         # [M]
-        out = act(pre_activation()) @ params[2] + params[3][:, None]
-        return ((out - y) ** 2).mean(dim=(1, 2))
-
-    def train(steps: int) -> torch.Tensor:
-        history = []
-        for _ in range(steps):
-            loss = member_losses()
-            grads = torch.autograd.grad(loss.sum(), params)
-            with torch.no_grad():
-                torch._foreach_sub_(params, torch._foreach_mul(grads, lr))
-            history.append(loss.detach())
-        return torch.stack(history)
-
-    history = [train(before).repeat(1, n_shifts)]                # same for every shift
+    fit(stack, loss, before, lr, optimizer="sgd")
     with torch.no_grad():
-        loss_before = member_losses().repeat(n_shifts)
-        # one copy of the seeds' models per shift: member m = (shift m // N, seed m % N)
-        params[:] = [p.repeat(n_shifts, *[1] * (p.ndim - 1)).requires_grad_() for p in params]
-        shift_per_member = torch.tensor(shifts).repeat_interleave(n_seeds)
-        params[1] -= shift_per_member[:, None]                   # the bad update
-        hit = silent_units(pre_activation())
-    grad_w1, _, grad_w2, _ = torch.autograd.grad(member_losses().sum(), params)
-    unit_params = torch.cat([params[0].detach(), params[1].detach()[:, None]], dim=1).clone()
-    history.append(train(after))
+        stack.b1 -= shift                                        # the bad update
+        hit = silent_units(stack.pre_activation(x))
+    grad_w1, grad_w2 = torch.autograd.grad(loss(stack).sum(), (stack.w1, stack.w2))
+    start = torch.cat([stack.w1, stack.b1], dim=1).detach().clone()
+    tops = [stack.pre_activation(x).amax(dim=1).detach()]
+    for _ in range(after // every):
+        fit(stack, loss, every, lr, optimizer="sgd")
+        tops.append(stack.pre_activation(x).amax(dim=1).detach())
     with torch.no_grad():
-        moved = (torch.cat([params[0], params[1][:, None]], dim=1) - unit_params).abs().sum(1)
-        silent_after = silent_units(pre_activation()) & hit
-        loss_final = member_losses()
+        moved = (torch.cat([stack.w1, stack.b1], dim=1) - start).abs().sum(dim=1)
+        silent_after = silent_units(stack.pre_activation(x)) & hit
+    return DamageRuns(seeds=seeds, hit=hit, grad_w1=grad_w1.abs().sum(dim=1),
+                      grad_w2=grad_w2.abs().sum(dim=2), moved=moved,
+                      silent_after=silent_after, top_pre=torch.stack(tops),
+                      check_steps=torch.arange(0, after + 1, every))
 
-    def grid(t: torch.Tensor) -> torch.Tensor:                  # [M, ...] → [S, N, ...]
-        return t.reshape(n_shifts, n_seeds, *t.shape[1:])
 
-    losses = torch.cat(history)                                  # [steps, M]
-    return DamageRuns(
-        shifts=shifts, seeds=seeds,
-        hit=grid(hit),
-        grad_w1=grid(grad_w1.abs().sum(dim=1)),
-        grad_w2=grid(grad_w2.abs().sum(dim=2)),
-        moved=grid(moved),
-        silent_after=grid(silent_after),
-        loss_before=grid(loss_before),
-        loss_final=grid(loss_final),
-        losses=losses.reshape(before + after, n_shifts, n_seeds),
-    )
+def _seeded_ffn(seed: int, d_model: int, d_ff: int, activation: str) -> FeedForward:
+    with seeded(seed):
+        return FeedForward(d_model, d_ff, activation=activation)
+
+
+def product_task(n: int, seed: int, d_model: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """n inputs x ~ N(0, I) in ``d_model`` dims and the targets y_i = x_i · x_{i+1}
+    (indices wrap around)."""
+    check_positive_int("n", n)
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d_model, generator=generator)
+    return x, x * x.roll(-1, dims=-1)
+
+
+@dataclass
+class VariantRuns:
+    """:func:`train_variant`'s result: one entry per seed."""
+
+    test_error: torch.Tensor    # [N]: test MSE / variance of the test targets
+    train_curve: torch.Tensor   # [steps, N]: train MSE / variance of the train targets,
+                                # before each step
+
+
+def train_variant(variant: str, d_ff: int, train: tuple[torch.Tensor, torch.Tensor],
+                  test: tuple[torch.Tensor, torch.Tensor], seeds: Sequence[int],
+                  steps: int = 150, lr: float = 0.03) -> VariantRuns:
+    """Train ``FeedForward.from_variant(variant, d_model, d_ff)``, one per seed, full-batch
+    Adam (``fit``) on the MSE, and report the unexplained variance (0 is perfect, 1 is no
+    better than predicting the mean)."""
+    x, y = train
+    stack = FFNStack.from_seeds(variant, x.shape[-1], d_ff, tuple(seeds))
+    curve = fit(stack, lambda model: member_mse(model, x, y), steps, lr)
+    with torch.no_grad():
+        test_error = member_mse(stack, *test) / test[1].var()
+    return VariantRuns(test_error=test_error, train_curve=curve / y.var())
