@@ -150,7 +150,8 @@ def _per_member(name: str, value: object, n: int) -> list:
 def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3,
              warmup: int = 0, batch_size: int = 32, seq_len: int | None = None,
              seed: int | Sequence[int] = 0, progress: Progress | None = None,
-             hold: int | Sequence[int] = 0) -> torch.Tensor:
+             hold: int | Sequence[int] = 0,
+             betas: tuple[float, float] = (0.9, 0.999)) -> torch.Tensor:
     """Train a language model on random batches of ``corpus`` with Adam; returns the loss
     per step, [steps] (or [members, steps] for a stack).
 
@@ -159,8 +160,8 @@ def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3
     For a stack of models ``seed`` is a list (one per member, each with its own batches),
     and ``lr``, ``warmup`` and ``hold`` may be lists too. ``hold`` > 0 keeps the learning
     rate at 0 for that many first steps (Adam's moments average their gradients, no weight
-    moves), then the schedule starts. ``progress`` wraps the range of steps (e.g. the book's
-    progress bar).
+    moves), then the schedule starts. ``betas`` are Adam's (β1, β2), torch's defaults unless
+    given. ``progress`` wraps the range of steps (e.g. the book's progress bar).
     """
     check_positive_int("steps", steps)
     stacked = isinstance(seed, Sequence)
@@ -174,7 +175,9 @@ def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3
     seq_len = seq_len or model.config.block_size
     generators = [torch.Generator().manual_seed(s) for s in seeds]
     params = [p for p in model.parameters() if p.requires_grad]
-    adam = Adam(params)
+    if not (len(betas) == 2 and all(0 <= beta < 1 for beta in betas)):
+        raise ValueError(f"betas 应为两个 [0, 1) 之间的数，实际为 {betas!r}")
+    adam = Adam(params, betas=tuple(betas))
     model.train()
     losses = torch.empty(len(seeds), steps)
     for step in (progress or iter)(range(steps)):

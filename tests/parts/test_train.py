@@ -100,6 +100,8 @@ def test_train_lm_rejects_bad_warmups_and_member_counts():
             train_lm(model, corpus, 2, hold=bad)
     with pytest.raises(ValueError, match="lr 应为正数"):
         train_lm(model, corpus, 2, lr=0.0)
+    with pytest.raises(ValueError, match="betas 应为两个"):
+        train_lm(model, corpus, 2, betas=(0.9, 1.0))
 
 
 def test_hold_moves_no_weight_then_trains_as_adam_with_filled_moments():
@@ -114,6 +116,17 @@ def test_hold_moves_no_weight_then_trains_as_adam_with_filled_moments():
         moving = TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, BlockConfig(d_model=8, n_heads=2)))
     losses = train_lm(moving, corpus, 3, lr=1e-2, batch_size=4)
     assert losses[0] == held[0] and not torch.equal(losses, held)
+
+
+def test_train_lm_passes_betas_to_adam():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    runs = []
+    for betas in ((0.9, 0.999), (0.9, 0.9), None):
+        with seeded(0):
+            model = TinyGPT(GPTConfig(len(corpus.vocab), 8, 1, BlockConfig(d_model=8, n_heads=2)))
+        kwargs = {} if betas is None else {"betas": betas}
+        runs.append(train_lm(model, corpus, 4, lr=1e-2, batch_size=4, **kwargs))
+    assert torch.equal(runs[0], runs[2]) and not torch.equal(runs[0], runs[1])
 
 
 def test_experiment_seeds_follow_the_offset(monkeypatch):
