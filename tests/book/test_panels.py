@@ -512,21 +512,22 @@ def test_tiny_gpt_in_the_page_computes_pytorchs_logits(browser):
         page.close()
 
 
-# ---- chapter 5: attention maps of a trained model, drawn in the page ----
+# ---- chapter 7: attention maps of a trained model, drawn in the page ----
 
-def test_the_attention_maps_of_the_trained_model_are_in_chapter_6s_page():
+def test_the_attention_maps_of_the_trained_model_are_in_chapter_7s_page():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "chapters" / "05_attention.ipynb"
+    path = Path(__file__).resolve().parents[2] / "chapters" / "07_tiny_gpt.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    (cell,) = [c for c in cells if "attention_map_explorer(runs.models[0]" in "".join(c["source"])]
+    (cell,) = [c for c in cells if "attention_map_explorer(main.models[0]" in "".join(c["source"])]
     assert set(cell["metadata"]["tags"]) == {"nbval-ignore-output"}   # trained weights
     (output,) = cell["outputs"]
     assert 'data-kind="attnmap"' in "".join(output["data"]["text/html"])
 
 
 def test_attention_panels_refuse_bad_input():
-    from onelayer.book.widgets.ch05_attention import attention_map_data, query_attention
+    from onelayer.book.widgets.ch05_attention import query_attention
+    from onelayer.book.widgets.ch07_tiny_gpt import attention_map_data
 
     model, corpus = random_tiny_gpt()
     with pytest.raises(ValueError, match="提示应非空且等长，实际长度为 \\[2, 3\\]"):
@@ -537,12 +538,12 @@ def test_attention_panels_refuse_bad_input():
 
 @pytest.mark.browser
 def test_attention_map_panel_shows_attention_maps(browser):
-    from onelayer.book.widgets.ch05_attention import attention_map_explorer
-    from onelayer.chapters.ch05_attention import attention_maps
+    from onelayer.book.widgets.ch07_tiny_gpt import attention_map_explorer
+    from onelayer.chapters.ch07_tiny_gpt import attention_maps
 
     model, corpus = random_tiny_gpt()
     prompts = ["".join(s) for s in corpus.sentences()[:3]]      # 猫吃葱。 …, each 4 characters
-    panel = attention_map_explorer(model, corpus, prompts, subject_head=2)
+    panel = attention_map_explorer(model, corpus, prompts, marked_head=2)
     page = browser.new_page(viewport={"width": 390, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -565,7 +566,7 @@ def test_attention_map_panel_shows_attention_maps(browser):
             now = root.locator(".olp-out").inner_html()
             assert setting == {} or now != before, setting
             before = now
-        assert "（主语头）" in root.inner_text()
+        assert "（前一个词元头）" in root.inner_text()
         assert errors == [], errors
     finally:
         page.close()

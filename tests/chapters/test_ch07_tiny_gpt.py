@@ -8,16 +8,22 @@ from onelayer.block import BlockConfig
 from onelayer.chapters.ch07_tiny_gpt import (
     FACTS_BATCH,
     NeuronMemory,
+    attention_maps,
     fact_queries,
     fact_recall,
     facts_gpt_config,
     ffn_activations,
+    ffn_off,
+    head_ablation,
+    heads_off,
     key_value_probe,
+    previous_token_weight,
     train_facts_models,
     value_hits,
 )
 from onelayer.data import facts_corpus
 from onelayer.model import GPTConfig, TinyGPT
+from onelayer.probes import recorded
 from onelayer.train import experiment_seeds, train_lm
 
 
@@ -103,3 +109,114 @@ def test_attention_only_catches_up_with_longer_training():
     corpus = facts_corpus(n_subjects=32, n_relations=8, seed=0)
     runs = train_facts_models(corpus, experiment_seeds(5), d_ff=0, steps=1000, every=1000)
     assert runs.recall[:, -1].median() > 0.8
+
+
+# ---- attention maps, heads and the FFN switched off, the ablation summary ----
+
+def noisy_model_and_corpus(d_ff=None):
+    corpus = facts_corpus(8, 4)
+    torch.manual_seed(0)
+    model = TinyGPT(facts_gpt_config(corpus, d_ff=d_ff)).eval()
+    with torch.no_grad():  # large enough weights that every head matters
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape) * 0.2)
+    return model, corpus
+
+
+IDX = torch.randint(0, 20, (3, 9), generator=torch.Generator().manual_seed(1))
+
+
+def test_attention_maps_are_the_first_blocks_weights():
+    model, _ = noisy_model_and_corpus()
+    block = model.blocks[0]
+    with torch.no_grad():
+        x = model.tok(IDX) + model.pos(torch.arange(9))
+        expected = block.attn.weights(block.ln_1(x))
+    maps = attention_maps(model, IDX)
+    assert maps.shape == (3, 4, 9, 9) and torch.equal(maps, expected)
+    assert torch.allclose(maps.sum(-1), torch.ones(3, 4, 9))
+
+
+def test_previous_token_weight_averages_the_first_subdiagonal():
+    maps = torch.zeros(2, 3, 4, 4)
+    maps[:, 0] = torch.eye(4).roll(-1, dims=1).tril()      # head 0: all on the previous token
+    maps[:, 0, 0, 0] = 1.0
+    maps[:, 1] = torch.eye(4)                              # head 1: all on itself
+    maps[0, 2, 1, 0], maps[1, 2, 2, 1] = 1.0, 0.5          # head 2: 1.5 over 2 × 3 positions
+    assert torch.allclose(previous_token_weight(maps), torch.tensor([1.0, 0.0, 0.25]))
+    assert torch.allclose(previous_token_weight(maps, [2]), torch.tensor([1.0, 0.0, 0.25]))
+    assert torch.allclose(previous_token_weight(maps, [1, 3]), torch.tensor([1.0, 0.0, 0.25]))
+    with pytest.raises(ValueError, match=r"positions 应非空且在 1..3 之间，实际为 \[0\]"):
+        previous_token_weight(maps, [0])
+    with pytest.raises(ValueError, match=r"maps 的形状应为 \[..., n_heads, T, T\]"):
+        previous_token_weight(torch.zeros(3, 4, 5))
+
+
+def test_all_heads_off_leaves_only_the_output_bias():
+    model, _ = noisy_model_and_corpus()
+    zeroed, _ = noisy_model_and_corpus()
+    with torch.no_grad():
+        zeroed.blocks[0].attn.proj.weight.zero_()
+        with heads_off(model, [0, 1, 2, 3]):
+            off = model(IDX)
+        assert torch.allclose(off, zeroed(IDX), atol=1e-6)
+        with heads_off(model, [1]):
+            one_off = model(IDX)
+        on = model(IDX)                                   # the hook is gone again
+    assert (one_off - on).abs().max() > 1e-3
+    assert torch.equal(on, zeroed(IDX)) is False
+    assert not model.blocks[0].attn.proj._forward_pre_hooks
+
+
+def test_heads_off_with_a_fill_replaces_the_heads_slices():
+    model, _ = noisy_model_and_corpus()
+    proj = model.blocks[0].attn.proj
+    fill = torch.randn(16, 32)
+    with torch.no_grad(), heads_off(model, [2], fill=fill), \
+            recorded(proj, which="input") as seen:
+        model(IDX)
+    (merged,) = seen
+    assert torch.equal(merged[..., 16:24], fill[:9, 16:24].expand(3, 9, 8))
+    with torch.no_grad():
+        assert not torch.equal(merged[..., :16], torch.zeros(3, 9, 16))
+
+
+def test_ffn_off_is_the_attention_only_computation():
+    model, corpus = noisy_model_and_corpus()
+    with torch.no_grad():
+        with ffn_off(model):
+            off = model(IDX)
+        block = model.blocks[0]
+        x = model.tok(IDX) + model.pos(torch.arange(9))
+        x = x + block.attn(block.ln_1(x))
+        assert torch.allclose(off, model.ln_f(x) @ model.tok.weight.T, atol=1e-6)
+    assert not model.blocks[0].mlp._forward_hooks
+
+
+def test_head_ablation_summarises_what_it_measured():
+    model, corpus = noisy_model_and_corpus()
+    a = head_ablation(model, corpus, threshold=0.3)
+    assert a.subject_weight.shape == (4,) and a.without_head.shape == (4,)
+    for w in (a.previous_at_relations, a.previous_elsewhere):
+        assert w.shape == (4,) and bool(((w >= 0) & (w <= 1)).all())
+    assert a.recall == pytest.approx(fact_recall(model, corpus))
+    assert a.subject_heads == [h for h in range(4) if a.subject_weight[h] > 0.3]
+    assert a.top_head == int(a.subject_weight.argmax())
+    assert torch.allclose(a.lost, a.recall - a.without_head)
+    with heads_off(model, a.subject_heads):
+        assert a.without_subject_heads == pytest.approx(fact_recall(model, corpus))
+    assert 0.0 <= a.mean_subject_heads <= 1.0
+
+
+def test_ablation_bad_arguments_raise_value_error():
+    model, corpus = noisy_model_and_corpus()
+    with pytest.raises(ValueError, match=r"头的编号应在 0..3 之间，实际有 \[4\]"), \
+            heads_off(model, [4]):
+        pass
+    with pytest.raises(ValueError, match="layer 应在 0..0 之间，实际为 1"):
+        attention_maps(model, IDX, layer=1)
+    with pytest.raises(ValueError, match="threshold 应在"):
+        head_ablation(model, corpus, threshold=1.5)
+    attention_only, _ = noisy_model_and_corpus(d_ff=0)
+    with pytest.raises(ValueError, match="没有 FFN"), ffn_off(attention_only):
+        pass

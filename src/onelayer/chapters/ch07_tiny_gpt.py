@@ -1,9 +1,12 @@
 """Chapter 7's experiments: tiny GPTs that learn a table of facts (recall against training
-steps, for several FFN widths), and the FFN read as a key-value memory (Geva et al. 2021)."""
+steps, for several FFN widths), which attention head carries the subject to the answer's
+position (and what switching heads or the FFN off shows), and the FFN read as a key-value
+memory (Geva et al. 2021)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -157,3 +160,154 @@ def value_hits(memories: Sequence[NeuronMemory], pairing: Sequence[int] | None =
     if len(values) != len(memories):
         raise ValueError(f"pairing 应有 {len(memories)} 个下标，实际为 {len(values)}")
     return sum(m.key_answers[0] in v for m, v in zip(memories, values)) / len(memories)
+
+
+# ---- attention in the trained model: which head carries the subject, and what ablation shows ----
+# A fact query ends with "subject relation" (猫吃); the answer is predicted at the relation's
+# position, which must fetch the subject from the position before it. Switching a head off
+# replaces its slice of the input of W_O by zeros (zero ablation) or by its mean over the fact
+# queries (mean ablation); the FFN is switched off the same way, for comparison.
+
+
+def _block(model: TinyGPT, layer: int):
+    if not 0 <= layer < len(model.blocks):
+        raise ValueError(f"layer 应在 0..{len(model.blocks) - 1} 之间，实际为 {layer}")
+    return model.blocks[layer]
+
+
+@torch.no_grad()
+def attention_maps(model: TinyGPT, idx: torch.Tensor, layer: int = 0) -> torch.Tensor:
+    """The attention matrices of block ``layer`` for tokens ``idx``: [..., n_heads, T, T]."""
+    attn = _block(model, layer).attn
+    with evaluating(model), recorded(attn, which="input") as inputs:
+        model(idx)
+    return attn.weights(inputs[0])
+
+
+def previous_token_weight(maps: torch.Tensor, positions: Sequence[int] | None = None
+                          ) -> torch.Tensor:
+    """Mean weight each head gives to the previous token, over the query ``positions`` (each
+    ≥ 1; default 1..T−1) and the batch: maps [..., n_heads, T, T] → [n_heads]."""
+    if maps.dim() < 3 or maps.shape[-1] != maps.shape[-2] or maps.shape[-1] < 2:
+        raise ValueError(f"maps 的形状应为 [..., n_heads, T, T]、T ≥ 2，实际为 {list(maps.shape)}")
+    T = maps.shape[-1]
+    positions = list(range(1, T)) if positions is None else list(positions)
+    if not positions or not all(1 <= t < T for t in positions):
+        raise ValueError(f"positions 应非空且在 1..{T - 1} 之间，实际为 {positions}")
+    prev = maps.diagonal(offset=-1, dim1=-2, dim2=-1)     # [..., n_heads, T − 1]：位置 t 给 t − 1
+    prev = prev[..., [t - 1 for t in positions]]
+    return prev.reshape(-1, maps.shape[-3], len(positions)).mean(dim=(0, 2))
+
+
+@contextmanager
+def heads_off(model: TinyGPT, heads: Sequence[int], layer: int = 0,
+              fill: torch.Tensor | None = None) -> Iterator[TinyGPT]:
+    """Inside the ``with`` block the given heads of block ``layer`` are switched off: their
+    slices of the input of W_O become 0, or the matching slices of ``fill`` ([T, d_model],
+    e.g. their mean over many inputs). Afterwards the model is as before."""
+    attn = _block(model, layer).attn
+    d_head = attn.d_model // attn.n_heads
+    bad = [h for h in heads if not (isinstance(h, int) and 0 <= h < attn.n_heads)]
+    if bad:
+        raise ValueError(f"头的编号应在 0..{attn.n_heads - 1} 之间，实际有 {bad}")
+
+    def replace(_module, args):
+        merged = args[0].clone()
+        for h in heads:
+            part = slice(h * d_head, (h + 1) * d_head)
+            merged[..., part] = 0 if fill is None else fill[:merged.shape[-2], part]
+        return (merged,)
+
+    handle = attn.proj.register_forward_pre_hook(replace)
+    try:
+        yield model
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def ffn_off(model: TinyGPT, layer: int = 0) -> Iterator[TinyGPT]:
+    """Inside the ``with`` block the FFN of block ``layer`` outputs zeros."""
+    mlp = _block(model, layer).mlp
+    if mlp is None:
+        raise ValueError(f"第 {layer} 块没有 FFN（d_ff = 0）")
+    handle = mlp.register_forward_hook(lambda _m, _args, out: torch.zeros_like(out))
+    try:
+        yield model
+    finally:
+        handle.remove()
+
+
+@dataclass(frozen=True)
+class HeadAblation:
+    """One trained model: where its heads look, and the recall without each of them."""
+
+    subject_weight: torch.Tensor  # [n_heads]: mean weight from the last position to the subject
+    previous_at_relations: torch.Tensor  # [n_heads]: on the previous token, at the context's
+    #                                      relation characters (not the question's)
+    previous_elsewhere: torch.Tensor  # [n_heads]: on the previous token, at subjects, objects, 。
+    recall: float  # all heads on
+    without_head: torch.Tensor  # [n_heads]: recall with that one head zeroed
+    without_subject_heads: float  # every head whose subject weight > threshold zeroed
+    without_other_heads: float  # every other head zeroed
+    mean_subject_heads: float  # the subject heads replaced by their mean (mean ablation)
+    without_ffn: float
+    threshold: float
+
+    @property
+    def subject_heads(self) -> list[int]:
+        return [h for h, w in enumerate(self.subject_weight.tolist()) if w > self.threshold]
+
+    @property
+    def top_head(self) -> int:
+        """The head that looks at the subject most."""
+        return int(self.subject_weight.argmax())
+
+    @property
+    def lost(self) -> torch.Tensor:
+        """Recall lost with each head off, [n_heads]."""
+        return self.recall - self.without_head
+
+
+@torch.no_grad()
+def head_ablation(model: TinyGPT, corpus: FactsCorpus, threshold: float = 0.5,
+                  context: int = 2, layer: int = 0) -> HeadAblation:
+    """Attention weights on the subject (and on the previous token at the other positions:
+    the context's relation characters, and the rest) and fact recall with heads (or the FFN)
+    switched off, on ``fact_queries(corpus, context)``."""
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold 应在 (0, 1) 之间，实际为 {threshold}")
+    prompts, _ = fact_queries(corpus, context)
+    prompts = prompts.to(model.tok.weight.device)
+    weights = attention_maps(model, prompts, layer)
+    subject = weights[:, :, -1, -2].mean(0).cpu()          # 最后一个位置 → 主语（倒数第二个）
+    T = weights.shape[-1]                                  # 主语、关系、宾语、句号轮流出现
+    relations = [t for t in range(1, T - 1) if t % 4 == 1]
+    elsewhere = [t for t in range(1, T - 1) if t % 4 != 1]
+    at_relations = (previous_token_weight(weights, relations).cpu() if relations
+                    else torch.full((weights.shape[1],), float("nan")))
+    previous = previous_token_weight(weights, elsewhere).cpu()
+    n_heads = subject.numel()
+    proj = _block(model, layer).attn.proj
+    with evaluating(model), recorded(proj, which="input") as merged:
+        model(prompts)
+    mean_fill = merged[0].mean(0)                          # [T, d_model]：各位置上的平均
+
+    def recall_with(heads: Sequence[int], fill: torch.Tensor | None = None) -> float:
+        with heads_off(model, list(heads), layer, fill):
+            return fact_recall(model, corpus, context)
+
+    carriers = [h for h in range(n_heads) if subject[h] > threshold]
+    others = [h for h in range(n_heads) if h not in carriers]
+    if _block(model, layer).mlp is None:
+        without_ffn = float("nan")
+    else:
+        with ffn_off(model, layer):
+            without_ffn = fact_recall(model, corpus, context)
+    return HeadAblation(
+        subject_weight=subject, previous_at_relations=at_relations, previous_elsewhere=previous,
+        recall=fact_recall(model, corpus, context),
+        without_head=torch.tensor([recall_with([h]) for h in range(n_heads)]),
+        without_subject_heads=recall_with(carriers), without_other_heads=recall_with(others),
+        mean_subject_heads=recall_with(carriers, mean_fill),
+        without_ffn=without_ffn, threshold=threshold)

@@ -1,4 +1,4 @@
-// 第 5 章：训练好的事实模型的注意力图。权重由 Python 算好写进 JSON，这里只负责选择与绘制。
+// 第 7 章：训练好的事实模型的注意力图。权重由 Python 算好写进 JSON，这里只负责选择与绘制。
 (function () {
   "use strict";
   const P = window.onelayerPanels, { el, svgEl, num, radios, select, fmt } = P.ui;
@@ -29,9 +29,9 @@
     const prompt = select({ name: "prompt", label: "提示", value: "0",
                             options: prompts.map((p, i) => [String(i), p.text]) }, () => { relabel(); draw(); });
     const headOptions = Array.from({ length: data.n_heads }, (_, h) =>
-      [String(h), `头 ${h}` + (h === data.subject_head ? "（主语头）" : "")]);
+      [String(h), `头 ${h}` + (h === data.marked_head ? "（前一个词元头）" : "")]);
     const head = radios({ name: "head", label: "注意力头", options: headOptions,
-                          value: String(data.subject_head === null ? 0 : data.subject_head) }, draw);
+                          value: String(data.marked_head === null ? 0 : data.marked_head) }, draw);
     const position = select({ name: "position", label: "提问的位置", value: String(T - 1),
                               options: Array.from({ length: T }, (_, t) => [String(t), String(t + 1)]) }, draw);
     function relabel() {

@@ -1,8 +1,12 @@
-"""Chapter 7 panels: the trained tiny GPT's next-token distribution, and sampling from it."""
+"""Chapter 7 panels: the trained tiny GPT's next-token distribution, and sampling from it
+(``panels/gpt.js`` runs the model in the page); the attention maps of the trained model
+(``panels/attnmap.js``: the weights are computed here and written as JSON, the page only
+draws them)."""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 
 import ipywidgets as widgets
 import torch
@@ -13,6 +17,7 @@ from onelayer.book.panels import PagePanel
 from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
 from onelayer.book.widgets.live import live_output
+from onelayer.chapters.ch07_tiny_gpt import attention_maps
 from onelayer.data import FactsCorpus
 from onelayer.model import TinyGPT
 from onelayer.probes import evaluating
@@ -126,3 +131,25 @@ def tiny_gpt_in_page(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃"
     next-token distribution under temperature and top-k, a sampled continuation and the FFN
     neurons that fire most on the last character. A test compares its logits with PyTorch's."""
     return PagePanel("gpt", gpt_panel_data(model, corpus, prompt), "在页面里运行的小 GPT")
+
+
+def attention_map_data(model: TinyGPT, corpus: FactsCorpus, prompts: Sequence[str],
+                       marked_head: int | None = None) -> dict:
+    """Every head's attention weights of block 0 for each prompt (which must share one
+    length), as nested lists of floats; ``marked_head`` is labelled the previous-token head."""
+    lengths = {len(p) for p in prompts}
+    if not prompts or len(lengths) != 1:
+        raise ValueError(f"提示应非空且等长，实际长度为 {sorted(lengths)}")
+    shown = []
+    for prompt in prompts:
+        maps = attention_maps(model, torch.tensor(corpus.encode(prompt)))   # [h, T, T]
+        shown.append({"text": prompt, "maps": maps.double().tolist()})
+    return {"prompts": shown, "n_heads": model.config.block.n_heads, "marked_head": marked_head}
+
+
+def attention_map_explorer(model: TinyGPT, corpus: FactsCorpus, prompts: Sequence[str],
+                           marked_head: int | None = None) -> PagePanel:
+    """Pick a prompt, a head and the position that asks; see that head's attention map and the
+    asking position's weights."""
+    return PagePanel("attnmap", attention_map_data(model, corpus, prompts, marked_head),
+                     "训练好的模型：每个头在看哪里")
