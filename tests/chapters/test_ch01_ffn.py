@@ -1,17 +1,17 @@
 """Chapter 1's experiments: gradient descent on an FFN, fitting a teacher FFN."""
 
+import pytest
 import torch
 
 from onelayer import FeedForward
-from onelayer.chapters.ch01_ffn import fit_ffn, sgd_step, teacher_task
+from onelayer.chapters.ch01_ffn import StudentStack, fit_ffn, fit_students, teacher_task
+from onelayer.train import seeded
 
 
-def test_sgd_step_lowers_the_loss():
-    torch.manual_seed(0)
-    ffn = FeedForward(8, 16, activation="relu")
-    x, target = torch.randn(1, 3, 8), torch.randn(1, 3, 8)
-    losses = [sgd_step(ffn, x, target, lr=0.01) for _ in range(2)]
-    assert losses[1] < losses[0]
+def test_plain_gradient_descent_fit_lowers_the_loss():
+    x, y = teacher_task()
+    start = fit_ffn(x, y, d_ff=16, steps=1, lr=0.01, optimizer="sgd")
+    assert fit_ffn(x, y, d_ff=16, steps=50, lr=0.01, optimizer="sgd") < start
 
 
 def test_wider_ffn_fits_the_teacher_better():
@@ -27,3 +27,21 @@ def test_teacher_task_and_fit_leave_the_global_random_state_alone():
     x, y = teacher_task()
     fit_ffn(x, y, d_ff=4, steps=2)
     assert torch.equal(torch.rand(1), expected)
+
+
+def test_a_stack_of_students_trains_each_as_if_alone():
+    x, y = teacher_task(n=64)
+    history = fit_students(x, y, d_ff=8, seeds=[0, 5], steps=40)
+    assert history.shape == (41, 2)
+    alone = torch.tensor([fit_ffn(x, y, d_ff=8, seed=s, steps=40) for s in (0, 5)])
+    assert torch.allclose(history[-1], alone, rtol=1e-4, atol=1e-6)
+    with seeded(5), torch.no_grad():  # row 0: member 1 before any step is seed 5's FFN
+        start = ((FeedForward(4, 8, activation="relu")(x) - y) ** 2).mean()
+    assert torch.allclose(history[0, 1], start, rtol=1e-5)
+    assert (history[-1] < history[0]).all()
+
+
+def test_a_stack_needs_a_seed():
+    x, y = teacher_task(n=8)
+    with pytest.raises(ValueError, match="seeds"):
+        StudentStack(4, 8, seeds=[])

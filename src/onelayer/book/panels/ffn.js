@@ -39,7 +39,7 @@
   }
 
   P.kinds.ffn = function (root, data) {
-    const xs = data.x.map((v, i) => slider({ name: `x${i}`, label: `x_鱼[${i}]`, min: -2, max: 2,
+    const xs = data.x.map((v, i) => slider({ name: `x${i}`, label: `x_鱼 第 ${i + 1} 维`, min: -2, max: 2,
                                               step: 0.1, value: v }, draw));
     const act = radios({ name: "activation", label: "激活函数",
                          options: [["gelu", "GELU"], ["relu", "ReLU"]], value: "gelu" }, draw);

@@ -16,6 +16,7 @@ from onelayer.data import TOKENS, sentence_ffn, sentence_x
 from onelayer.ffn import trace_ffn
 
 COLORS = {"gelu": "tab:orange", "relu": "tab:blue"}
+LABELS = {"gelu": "GELU", "relu": "ReLU"}
 
 
 def detector_figure(x: torch.Tensor, activations: Sequence[str], title: str) -> Figure:
@@ -29,9 +30,9 @@ def detector_figure(x: torch.Tensor, activations: Sequence[str], title: str) -> 
     for k, (name, trace) in enumerate(traces.items()):
         offset = (k - (len(activations) - 1) / 2) * width
         ax.bar(idx + offset, trace.post.tolist(), width=width, color=COLORS[name],
-               label=name.upper())
+               label=LABELS[name])
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylim(-3.5, 3.5)
+    ax.set_ylim(-4.0, 4.6)
     ax.set_xlabel("探测器编号 1–16（d_ff = 16）")
     ax.set_ylabel("数值")
     ax.set_title(title)
@@ -40,7 +41,7 @@ def detector_figure(x: torch.Tensor, activations: Sequence[str], title: str) -> 
 
 
 def _alt(x1: str, activations: Sequence[str]) -> str:
-    shown = "、".join(f"{name.upper()} 后（{'橙' if name == 'gelu' else '蓝'}）"
+    shown = "、".join(f"{LABELS[name]} 后（{'橙' if name == 'gelu' else '蓝'}）"
                      for name in activations)
     return f"柱状图：{x1}时，“鱼”的 16 个探测器激活前（灰）与 {shown}的数值。"
 
@@ -67,16 +68,18 @@ def ffn_panel_data() -> dict:
 
 
 def fish_frames() -> widgets.VBox:
-    """Without a kernel: slide x_鱼[1] and watch detector 2 switch on under ReLU."""
+    """Without a kernel: slide the 2nd component of x_鱼 from −2 to 4 and watch detector 2
+    switch on under ReLU, its bar growing from 0 past the threshold 1.8 to 2.2 (components and
+    detectors are numbered from 1, as in the chapter)."""
     fish = sentence_x()[TOKENS.index("鱼")]
-    values = [round(-2.0 + 0.5 * i, 1) for i in range(9)]
+    values = [round(-2.0 + 0.5 * i, 1) for i in range(13)]
 
     def draw(x1: float) -> Figure:
         x = fish.clone()
-        x[1] = x1
-        return detector_figure(x, ["gelu", "relu"], f"x_鱼[1] = {x1:g}：16 个探测器激活前后")
+        x[1] = x1  # 第 2 维（Python 下标从 0 数）
+        return detector_figure(x, ["gelu", "relu"], f"x_鱼 第 2 维 = {x1:g}：16 个探测器激活前后")
 
     def alt(x1: float) -> str:
-        return _alt(f"x_鱼[1] = {x1:g} ", ["gelu", "relu"])
+        return _alt(f"x_鱼 的第 2 维为 {x1:g} ", ["gelu", "relu"])
 
-    return frame_player(draw, values, "x_鱼[1]", alt, start=values.index(-0.5))
+    return frame_player(draw, values, "x_鱼 第 2 维", alt, start=values.index(-0.5))
