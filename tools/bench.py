@@ -1,8 +1,8 @@
 """Wall-time benchmarks of the book's own workflow (make bench).
 
 Prints the median (and the spread) over several runs of: strict nbval over each chapter,
-a no-change book rebuild, `make check` on a clean tree, and with --full the whole `make test`. Targets live in the
-issues; nothing here fails when a target is missed.
+a no-change book rebuild, `make check` on a clean tree, and with --full the whole `make test`.
+Targets live in the issues; nothing here fails when a target is missed.
 """
 
 from __future__ import annotations

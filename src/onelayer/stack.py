@@ -1,5 +1,11 @@
-"""Several TinyGPTs of one config trained as one model (chapters 7 and 8 train their seeds
-this way).
+"""Several models of one shape trained as one, a member per seed: each weight gets a leading
+member dimension and each linear layer becomes one batched matrix product, so a small model's
+fixed cost per call is shared. Member m computes what the lone model built from its seed
+computes (tests check it); training the stack on the sum of the members' losses trains each as
+if alone, since they share no parameter and the optimisers' updates are element-wise.
+
+- ``FeedForwardStack``: FFNs (chapters 1 and 2 train their seeds this way);
+- ``TinyGPTStack``: TinyGPTs (chapters 7 and 8).
 
 ``TinyGPTStack`` is a hand-stacked copy of ``TinyGPT`` (tests check it against ``TinyGPT``
 and ``train_lm`` model by model); it reuses the parts' formulas (``norm_sublayer``,
@@ -17,9 +23,66 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from onelayer.checks import check_last_dim
+from onelayer.ffn import FeedForward
 from onelayer.model import TinyGPT
 from onelayer.norms import standardize
 from onelayer.residual import Sublayer, norm_sublayer
+from onelayer.train import seeded
+
+
+class FeedForwardStack(nn.Module):
+    """M independent ``FeedForward`` members (with biases) as one module: x [n, d_model] →
+    [M, n, d_model]. Weights are stored as x·W ([M, d_in, d_out]), biases as [M, 1, d_out]."""
+
+    def __init__(self, members: Sequence[FeedForward]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("members 应至少有一个 FeedForward，实际为 0 个")
+        first = members[0]
+        shape = (first.d_model, first.d_ff, first.activation, first.gated)
+        for member in members:
+            got = (member.d_model, member.d_ff, member.activation, member.gated)
+            if got != shape:
+                raise ValueError(f"成员的 (d_model, d_ff, activation, gated) 应都为 {shape}，"
+                                 f"实际有 {got}")
+            if member.w1.bias is None:
+                raise ValueError("成员应带偏置（bias=True），实际为 bias=False")
+        self.d_model, self.d_ff, self.activation, self.gated = shape
+        self.act = first.act
+
+        def stack(get):
+            return nn.Parameter(torch.stack([get(m).detach().clone() for m in members]))
+
+        self.w1 = stack(lambda m: m.w1.weight.T)  # [M, d_model, d_ff]
+        self.b1 = stack(lambda m: m.w1.bias[None])  # [M, 1, d_ff]
+        self.w2 = stack(lambda m: m.w2.weight.T)  # [M, d_ff, d_model]
+        self.b2 = stack(lambda m: m.w2.bias[None])  # [M, 1, d_model]
+        if self.gated:
+            self.w3 = stack(lambda m: m.w3.weight.T)  # [M, d_model, d_ff]
+            self.b3 = stack(lambda m: m.w3.bias[None])  # [M, 1, d_ff]
+
+    @classmethod
+    def from_seeds(cls, variant: str, d_model: int, d_ff: int,
+                   seeds: Sequence[int]) -> FeedForwardStack:
+        """One ``FeedForward.from_variant(variant, d_model, d_ff)`` per seed, each built
+        inside ``seeded(seed)``."""
+        members = []
+        for seed in seeds:
+            with seeded(seed):
+                members.append(FeedForward.from_variant(variant, d_model, d_ff))
+        return cls(members)
+
+    def pre_activation(self, x: torch.Tensor) -> torch.Tensor:
+        """x·W1 + b1 of every member: [M, n, d_ff]."""
+        check_last_dim(x, self.d_model)
+        return torch.baddbmm(self.b1, x.expand(len(self.w1), -1, -1), self.w1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.act(self.pre_activation(x))
+        if self.gated:
+            h = h * torch.baddbmm(self.b3, x.expand(len(self.w1), -1, -1), self.w3)
+        return torch.baddbmm(self.b2, h, self.w2)
 
 
 class TinyGPTStack(nn.Module):

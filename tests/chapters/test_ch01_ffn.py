@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from onelayer import FeedForward
-from onelayer.chapters.ch01_ffn import StudentStack, fit_ffn, fit_students, teacher_task
+from onelayer.chapters.ch01_ffn import fit_ffn, fit_students, teacher_task
+from onelayer.stack import FeedForwardStack
 from onelayer.train import seeded
 
 
@@ -43,5 +44,5 @@ def test_a_stack_of_students_trains_each_as_if_alone():
 
 def test_a_stack_needs_a_seed():
     x, y = teacher_task(n=8)
-    with pytest.raises(ValueError, match="seeds"):
-        StudentStack(4, 8, seeds=[])
+    with pytest.raises(ValueError, match="至少有一个"):
+        FeedForwardStack.from_seeds("relu", 4, 8, seeds=[])

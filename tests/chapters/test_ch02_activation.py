@@ -7,12 +7,12 @@ import torch.nn.functional as F
 from onelayer import FeedForward
 from onelayer.chapters.ch01_ffn import teacher_task
 from onelayer.chapters.ch02_activation import (
-    FFNStack,
     damage_and_retrain,
     product_task,
     silent_units,
     train_variant,
 )
+from onelayer.stack import FeedForwardStack
 from onelayer.train import GradientDescent, seeded
 
 X, Y = teacher_task(d_model=4, d_ff=32, n=64, seed=0)
@@ -69,7 +69,7 @@ def test_stack_members_compute_what_their_feedforwards_compute(variant):
     for seed in (5, 6, 7):
         with seeded(seed):
             members.append(FeedForward.from_variant(variant, 8, 12))
-    stack = FFNStack.from_seeds(variant, 8, 12, (5, 6, 7))
+    stack = FeedForwardStack.from_seeds(variant, 8, 12, (5, 6, 7))
     x = torch.randn(10, 8)
     with torch.no_grad():
         expected = torch.stack([m(x) for m in members])
@@ -117,8 +117,8 @@ def test_bad_arguments_name_expected_and_actual(kwargs, message):
 
 def test_stack_refuses_members_that_differ():
     with pytest.raises(ValueError, match="d_ff"):
-        FFNStack([FeedForward(4, 8), FeedForward(4, 6)])
+        FeedForwardStack([FeedForward(4, 8), FeedForward(4, 6)])
     with pytest.raises(ValueError, match="bias"):
-        FFNStack([FeedForward(4, 8, bias=False)])
+        FeedForwardStack([FeedForward(4, 8, bias=False)])
     with pytest.raises(ValueError, match="至少有一个"):
-        FFNStack([])
+        FeedForwardStack([])

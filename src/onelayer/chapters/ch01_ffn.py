@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from onelayer.ffn import FeedForward
+from onelayer.stack import FeedForwardStack
 from onelayer.train import fit, seeded
 
 
@@ -41,41 +42,13 @@ def fit_ffn(
         return F.mse_loss(model(x), y).item()
 
 
-class StudentStack(nn.Module):
-    """FFN students of one width side by side, one per seed: member k starts as
-    ``FeedForward(d_model, d_ff, activation)`` built from ``seeds[k]``. The members share no
-    parameter and Adam's update is element-wise, so training the stack on the sum of their
-    losses trains each member as if alone (up to float rounding), in one pass per step."""
-
-    def __init__(self, d_model: int, d_ff: int, seeds: Sequence[int],
-                 activation: str = "relu") -> None:
-        super().__init__()
-        if len(seeds) == 0:
-            raise ValueError("seeds 应至少有一个种子，实际为空")
-        members = []
-        for seed in seeds:
-            with seeded(seed):
-                members.append(FeedForward(d_model, d_ff, activation=activation))
-        stack = lambda get: nn.Parameter(torch.stack([get(m).detach() for m in members]))  # noqa: E731
-        self.w1 = stack(lambda m: m.w1.weight.T)           # [S, d_model, d_ff]
-        self.b1 = stack(lambda m: m.w1.bias[None])         # [S, 1, d_ff]
-        self.w2 = stack(lambda m: m.w2.weight.T)           # [S, d_ff, d_model]
-        self.b2 = stack(lambda m: m.w2.bias[None])         # [S, 1, d_model]
-        self.act = members[0].act
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x [n, d_model] → every member's output [S, n, d_model]."""
-        xs = x.expand(self.w1.shape[0], *x.shape)
-        return torch.baddbmm(self.b2, self.act(torch.baddbmm(self.b1, xs, self.w1)), self.w2)
-
-
 def fit_students(
     x: torch.Tensor, y: torch.Tensor, d_ff: int, seeds: Sequence[int], steps: int = 600,
     lr: float = 0.03, activation: str = "relu",
 ) -> torch.Tensor:
     """Fit one FFN student of width ``d_ff`` per seed to (x, y) with full-batch Adam, all at
     once; returns the MSE after 0, 1, …, ``steps`` steps: [steps + 1, len(seeds)]."""
-    model = StudentStack(x.shape[-1], d_ff, seeds, activation)
+    model = FeedForwardStack.from_seeds(activation, x.shape[-1], d_ff, seeds)
 
     def losses(m: nn.Module) -> torch.Tensor:
         return ((m(x) - y) ** 2).mean(dim=(1, 2))   # one MSE per member

@@ -5,10 +5,8 @@
 * Gating and products: plain and gated FFNs of about the same size learn the products
   y_i = x_i · x_{i+1}, or a ReLU teacher's map.
 
-One run per seed; all seeds of one variant train together as an :class:`FFNStack`, a stack
-of independent FFNs ("members"): each weight gets a leading member dimension and each linear
-layer becomes one batched matrix product. Member m computes exactly what a lone
-``FeedForward`` built from its seed would (a test checks it).
+One run per seed; all seeds of one variant train together as one
+``onelayer.stack.FeedForwardStack``.
 """
 
 from __future__ import annotations
@@ -17,69 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from onelayer.activations import get_activation
-from onelayer.checks import check_last_dim, check_positive_int
+from onelayer.checks import check_positive_int
 from onelayer.ffn import FeedForward
+from onelayer.stack import FeedForwardStack
 from onelayer.train import fit, seeded
 
 
-class FFNStack(nn.Module):
-    """M independent ``FeedForward`` members (with biases) as one module: x [n, d_model] →
-    [M, n, d_model]. Weights are stored as x·W ([M, d_in, d_out]), biases as [M, 1, d_out]."""
-
-    def __init__(self, members: Sequence[FeedForward]) -> None:
-        super().__init__()
-        if not members:
-            raise ValueError("members 应至少有一个 FeedForward，实际为 0 个")
-        first = members[0]
-        shape = (first.d_model, first.d_ff, first.activation, first.gated)
-        for member in members:
-            got = (member.d_model, member.d_ff, member.activation, member.gated)
-            if got != shape:
-                raise ValueError(f"成员的 (d_model, d_ff, activation, gated) 应都为 {shape}，"
-                                 f"实际有 {got}")
-            if member.w1.bias is None:
-                raise ValueError("成员应带偏置（bias=True），实际为 bias=False")
-        self.d_model, self.d_ff, self.activation, self.gated = shape
-        self.act = first.act
-
-        def stack(get):
-            return nn.Parameter(torch.stack([get(m).detach().clone() for m in members]))
-
-        self.w1 = stack(lambda m: m.w1.weight.T)  # [M, d_model, d_ff]
-        self.b1 = stack(lambda m: m.w1.bias[None])  # [M, 1, d_ff]
-        self.w2 = stack(lambda m: m.w2.weight.T)  # [M, d_ff, d_model]
-        self.b2 = stack(lambda m: m.w2.bias[None])  # [M, 1, d_model]
-        if self.gated:
-            self.w3 = stack(lambda m: m.w3.weight.T)  # [M, d_model, d_ff]
-            self.b3 = stack(lambda m: m.w3.bias[None])  # [M, 1, d_ff]
-
-    @classmethod
-    def from_seeds(cls, variant: str, d_model: int, d_ff: int,
-                   seeds: Sequence[int]) -> FFNStack:
-        """One ``FeedForward.from_variant(variant, d_model, d_ff)`` per seed, each built
-        inside ``seeded(seed)``."""
-        members = []
-        for seed in seeds:
-            with seeded(seed):
-                members.append(FeedForward.from_variant(variant, d_model, d_ff))
-        return cls(members)
-
-    def pre_activation(self, x: torch.Tensor) -> torch.Tensor:
-        """x·W1 + b1 of every member: [M, n, d_ff]."""
-        check_last_dim(x, self.d_model)
-        return torch.baddbmm(self.b1, x.expand(len(self.w1), -1, -1), self.w1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.act(self.pre_activation(x))
-        if self.gated:
-            h = h * torch.baddbmm(self.b3, x.expand(len(self.w1), -1, -1), self.w3)
-        return torch.baddbmm(self.b2, h, self.w2)
-
-
-def member_mse(stack: FFNStack, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def member_mse(stack: FeedForwardStack, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean squared error of every member on (x, y): [M]."""
     return ((stack(x) - y) ** 2).mean(dim=(1, 2))
 
@@ -139,9 +83,9 @@ def damage_and_retrain(
         raise ValueError(f"x 应为 [n, d_model]、y 应为 [n, d_out]，实际为 {list(x.shape)} 和 "
                          f"{list(y.shape)}")
     get_activation(activation)  # a wrong name fails here, before any training
-    stack = FFNStack([_seeded_ffn(seed, x.shape[1], d_ff, activation) for seed in seeds])
+    stack = FeedForwardStack([_seeded_ffn(seed, x.shape[1], d_ff, activation) for seed in seeds])
 
-    def loss(model: FFNStack) -> torch.Tensor:
+    def loss(model: FeedForwardStack) -> torch.Tensor:
         return member_mse(model, x, y)
 
     fit(stack, loss, before, lr, optimizer="sgd")
@@ -193,7 +137,7 @@ def train_variant(variant: str, d_ff: int, train: tuple[torch.Tensor, torch.Tens
     Adam (``fit``) on the MSE, and report the unexplained variance (0 is perfect, 1 is no
     better than predicting the mean)."""
     x, y = train
-    stack = FFNStack.from_seeds(variant, x.shape[-1], d_ff, tuple(seeds))
+    stack = FeedForwardStack.from_seeds(variant, x.shape[-1], d_ff, tuple(seeds))
     curve = fit(stack, lambda model: member_mse(model, x, y), steps, lr)
     with torch.no_grad():
         test_error = member_mse(stack, *test) / test[1].var()
