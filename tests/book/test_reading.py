@@ -40,19 +40,17 @@ TAUGHT_IN = {
     # 6 the block (with the minimum of Pre-/Post-Norm)
     "BlockConfig": 6, "TransformerBlock": 6, "block_flops": 6, "block_parameter_breakdown": 6,
     "pre_norm": 6, "post_norm": 6, "norm_sublayer": 6, "GPTConfig": 6, "TinyGPT": 6,
+    "torch_encoder_layer": 6,
     # 7 the tiny GPT: data, loss, training loop, generation
-    "facts_corpus": 7, "lm_loss": 7, "train_lm": 7, "KVCache": 7, "TinyGPTStack": 7,
-    "gpt2_lm_head_model": 7,
+    "facts_corpus": 7, "lm_loss": 7, "TinyGPTStack": 7, "gpt2_lm_head_model": 7,
     # 8 norm positions
-    "deep_norm": 8, "deepnorm_constants": 8, "sandwich_norm": 8, "torch_encoder_layer": 8,
-    "recorded": 8, "saved_activation_bytes": 8,
+    "deep_norm": 8, "deepnorm_constants": 8, "sandwich_norm": 8,
 }
 # Whole modules: a chapter's experiments and panels serve that chapter (and later ones).
 CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")
-# Names that are whole modules of the activation functions (chapter 2) etc.
+# Whole modules: the activation functions (chapter 2) and the book's machinery.
 TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.exercises": 0,
-                  "onelayer.book.plotting": 0, "onelayer.book.runtime": 0,
-                  "onelayer.book.widgets.frames": 0, "onelayer.book.panels": 0}
+                  "onelayer.book.runtime": 0}
 
 
 def cells(path: Path) -> list[dict]:
