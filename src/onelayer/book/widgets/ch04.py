@@ -58,7 +58,7 @@ def layernorm_frames() -> widgets.VBox:
         return norm_bars_figure(rows, f"整体平移 c = {c:+.1f}：LayerNorm 不变，RMSNorm 改变")
 
     def alt(c: float) -> str:
-        return (f"柱状图：x_鱼 每一维加上 c = {c:+.1f} 后的输入（左）、LayerNorm 输出（中）"
-                f"与 RMSNorm 输出（右）；LayerNorm 的柱子与 c 无关。")
+        return (f"柱状图：x_鱼 每一维加上 c = {c:+.1f}，每一维三根柱：输入（蓝）、"
+                f"LayerNorm（橙）、RMSNorm（绿）；LayerNorm 的柱子与 c 无关。")
 
     return frame_player(draw, shifts, "平移 c", alt, start=shifts.index(0.0))
