@@ -126,6 +126,16 @@ def test_stall_followup_long_run_and_estimated_moments(corpus):
         first = [lm_loss(model(x), y).item() for x, y in (corpus.batch(4, 8, g) for _ in range(3))]
     assert torch.allclose(runs["estimated"][1, :3], torch.tensor(first), atol=1e-5)
     assert not torch.allclose(runs["estimated"][:, 3:], runs["long"][:, 3:], atol=1e-3)
+    # "estimated" 用 Adam 的 estimate_betas（默认 β2 = 0.9），与直接调用 train_lm 一致
+    stack = TinyGPTStack([npos.tiny_lm(corpus, 2, "post", s, d_model=8, n_heads=2, block_size=8)
+                          for s in (0, 1)])
+    direct = train_lm(stack, corpus, 5, 3e-3, batch_size=4, seq_len=8, seed=[0, 1], hold=3,
+                      betas=(0.9, 0.9))
+    assert torch.allclose(runs["estimated"], direct, atol=1e-5)
+    default_betas = npos.stall_followup(corpus, steps=5, estimate=3,
+                                        estimate_betas=(0.9, 0.999), **kw)
+    assert not torch.allclose(default_betas["estimated"][:, 3:], runs["estimated"][:, 3:],
+                              atol=1e-4)
     for bad in (0, 5, 2.5, True):
         with pytest.raises(ValueError, match="estimate 应为 1..steps-1=4 之间的整数"):
             npos.stall_followup(corpus, steps=5, estimate=bad, **kw)

@@ -4,7 +4,8 @@
 - ``warmup_experiment``: Post-LN and Pre-LN trained with learning-rate warm-ups of given
   lengths (0: no warm-up);
 - ``stall_followup``: Post-LN without warm-up, trained longer, and with Adam's moments
-  estimated before the first step (after RAdam's "Adam-2k" control, Liu et al. 2020).
+  estimated before the first step (β2 = 0.9, so that v settles; after RAdam's "Adam-2k"
+  control, Liu et al. 2020).
 
 The warm-up runs are trained side by side as one ``onelayer.stack.TinyGPTStack``.
 """
@@ -121,30 +122,32 @@ def warmup_experiment(
 def stall_followup(
     corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 180,
     estimate: int = 45, lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
-    batch_size: int = 16, seq_len: int = 16, progress: Progress | None = None,
+    batch_size: int = 16, seq_len: int = 16, estimate_betas: tuple[float, float] = (0.9, 0.9),
+    progress: Progress | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Post-LN without warm-up, two groups of ``seeds`` trained together for ``steps`` steps;
-    returns their losses [seeds, steps] by group:
+    """Post-LN without warm-up, two groups of ``seeds`` trained for ``steps`` steps (each
+    group one ``TinyGPTStack``); returns their losses [seeds, steps] by group:
 
     - ``"long"``: Adam at ``lr`` from the first step (``warmup_experiment``'s stalled runs,
       trained longer; same initial weights and batches);
-    - ``"estimated"``: the first ``estimate`` steps move no parameter (learning rate 0): Adam's
-      moments m and v only average those batches' gradients; then ``lr`` without warm-up.
-      If warm-up only made up for a poorly estimated v (Liu et al. 2020, RAdam), this group
-      would learn.
+    - ``"estimated"``: Adam with ``estimate_betas`` (β2 = 0.9 by default, so that v settles
+      within ``estimate`` steps); the first ``estimate`` steps move no parameter (learning
+      rate 0): Adam's moments m and v only average those batches' gradients; then ``lr``
+      without warm-up. If warm-up only made up for a poorly estimated v (Liu et al. 2020,
+      RAdam), this group would learn.
     """
     check_positive_int("steps", steps)
     if type(estimate) is not int or not 0 < estimate < steps:
         raise ValueError(f"estimate 应为 1..steps-1={steps - 1} 之间的整数，实际为 {estimate!r}")
     if not seeds:
         raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
-    stack = TinyGPTStack([tiny_lm(corpus, n_layers, "post", s, d_model, n_heads, "xavier",
-                                  seq_len) for s in (*seeds, *seeds)])
-    losses = train_lm(stack, corpus, steps, lr, batch_size=batch_size, seq_len=seq_len,
-                      seed=[*seeds, *seeds], hold=[0] * len(seeds) + [estimate] * len(seeds),
-                      progress=progress)
-    n = len(seeds)
-    return {"long": losses[:n], "estimated": losses[n:]}
+    out = {}
+    for group, hold, betas in (("long", 0, (0.9, 0.999)), ("estimated", estimate, estimate_betas)):
+        stack = TinyGPTStack([tiny_lm(corpus, n_layers, "post", s, d_model, n_heads, "xavier",
+                                      seq_len) for s in seeds])
+        out[group] = train_lm(stack, corpus, steps, lr, batch_size=batch_size, seq_len=seq_len,
+                              seed=list(seeds), hold=hold, betas=betas, progress=progress)
+    return out
 
 
 @torch.no_grad()
