@@ -1,3 +1,4 @@
+import io
 import sys
 import warnings
 from pathlib import Path
@@ -119,3 +120,18 @@ def test_figures_have_an_opaque_white_background_and_an_opaque_legend():
     assert image.getpixel((0, 0)) == (255, 255, 255, 255), "图的背景应为不透明的白色"
     legend = image.getpixel((image.width // 2, image.height // 2 - 12))
     assert legend[3] > 200, f"图例框应不透明，实际像素 {legend}"
+
+
+def test_figures_are_stored_as_palette_pngs():
+    from PIL import Image
+
+    from onelayer.book.plotting import palette_png
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1, 2], [0, 1, 4], label="曲线")
+    ax.legend()
+    png = palette_png(fig)
+    plt.close(fig)
+    image = Image.open(io.BytesIO(png))
+    assert image.mode == "P" and len(image.getcolors(256)) <= 256
+    assert image.convert("RGB").getpixel((2, 2)) == (255, 255, 255)  # opaque white corner

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 from IPython.display import HTML, display
 from matplotlib import font_manager
 from matplotlib.figure import Figure
+from PIL import Image
 
 # The package that ships the figures' font, and the family used from its collection.
 FONT_PACKAGE = "noto-cjk-sans-otc"
@@ -141,6 +142,34 @@ def use_book_style() -> str | None:
         mpl.rcParams["font.sans-serif"] = [font, "DejaVu Sans"]
         mpl.rcParams["font.family"] = "sans-serif"
     return font
+
+
+def palette_png(fig: Figure) -> bytes:
+    """``fig`` as a PNG with an adaptive palette of at most 256 colours, no dithering: the
+    book's line plots look the same and weigh about a third of matplotlib's RGBA PNG, which
+    a reader on a phone downloads for every figure of a page."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    image = Image.open(buffer).convert("RGB")
+    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                             dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def use_palette_png() -> None:
+    """In a notebook, figures shown by pyplot (plt.show, or a figure left at the end of a
+    cell) are stored as palette PNGs; outside IPython this does nothing."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    # Load the backend now: the inline backend registers its own PNG formatter when it loads,
+    # which would otherwise replace this one at the first figure.
+    plt.switch_backend(mpl.get_backend())
+    shell.display_formatter.formatters["image/png"].for_type(Figure, palette_png)
 
 
 def new_figure(**kwargs: object) -> Figure:

@@ -12,7 +12,7 @@ import torch
 from IPython.core.formatters import format_display_data
 from IPython.display import display
 
-from onelayer.book.plotting import use_book_style
+from onelayer.book.plotting import use_book_style, use_palette_png
 
 
 def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
@@ -20,7 +20,7 @@ def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
 
     Seeds Python, NumPy and PyTorch; fixes the thread count (results and speed do not
     depend on the machine's core count); prints tensors at ``precision`` decimals; sets
-    the figure style with the packaged CJK font (``onelayer.book.plotting``).
+    the figure style with the packaged CJK font and palette PNGs (``onelayer.book.plotting``).
     """
     random.seed(seed)
     np.random.seed(seed)
@@ -29,6 +29,7 @@ def setup(seed: int = 0, threads: int = 1, precision: int = 4) -> None:
     torch.set_printoptions(precision=precision, sci_mode=False)
     np.set_printoptions(precision=precision, suppress=True)
     use_book_style()
+    use_palette_png()
 
 
 def progress_bar(steps: Iterable[int]) -> Iterable[int]:
