@@ -566,7 +566,7 @@ def test_attention_map_panel_shows_attention_maps(browser):
             now = root.locator(".olp-out").inner_html()
             assert setting == {} or now != before, setting
             before = now
-        assert "（前一个词元头）" in root.inner_text()
+        assert "（搬主语的头）" in root.inner_text()
         assert errors == [], errors
     finally:
         page.close()

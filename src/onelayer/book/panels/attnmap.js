@@ -29,7 +29,7 @@
     const prompt = select({ name: "prompt", label: "提示", value: "0",
                             options: prompts.map((p, i) => [String(i), p.text]) }, () => { relabel(); draw(); });
     const headOptions = Array.from({ length: data.n_heads }, (_, h) =>
-      [String(h), `头 ${h}` + (h === data.marked_head ? "（前一个词元头）" : "")]);
+      [String(h), `头 ${h}` + (h === data.marked_head ? "（搬主语的头）" : "")]);
     const head = radios({ name: "head", label: "注意力头", options: headOptions,
                           value: String(data.marked_head === null ? 0 : data.marked_head) }, draw);
     const position = select({ name: "position", label: "提问的位置", value: String(T - 1),

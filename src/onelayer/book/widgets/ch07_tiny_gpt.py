@@ -136,7 +136,8 @@ def tiny_gpt_in_page(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃"
 def attention_map_data(model: TinyGPT, corpus: FactsCorpus, prompts: Sequence[str],
                        marked_head: int | None = None) -> dict:
     """Every head's attention weights of block 0 for each prompt (which must share one
-    length), as nested lists of floats; ``marked_head`` is labelled the previous-token head."""
+    length), as nested lists of floats; ``marked_head`` is labelled as the head that moves
+    the subject."""
     lengths = {len(p) for p in prompts}
     if not prompts or len(lengths) != 1:
         raise ValueError(f"提示应非空且等长，实际长度为 {sorted(lengths)}")
