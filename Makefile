@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
 
-.PHONY: book check test lab notebooks bench lint pdf screenshots clean
+.PHONY: book check test claims lab notebooks bench lint pdf screenshots clean
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -38,6 +38,14 @@ check: $(INSTALLED)
 	ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests $$($(BIN)/python tools/changed_notebooks.py) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		-m "not browser and not slow" -n 2 --dist loadfile
+
+# The claim sweep (slow: about 20 times each chapter's run time; not part of make test): each
+# chapter with experiment claims runs on the portable CPU path at seed offsets 0, 1000, …, 19000,
+# and every assert records whether it held. Results: chapters/claims.json and the table of the
+# reproducibility appendix. A chapter is re-run only when its experiment cells changed.
+# One chapter: make claims CHAPTERS=03_residual
+claims: $(INSTALLED)
+	$(BIN)/python tools/claims.py $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 # The chapters are the project's own: trust them, so Lab draws their saved panels on opening.
 # (Jupyter refuses to run as root unless told: root is what containers and CI machines are.)
