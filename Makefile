@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 ASSETS := node_modules/.package-lock.json
 NOTEBOOKS := $(wildcard chapters/*.ipynb)
+SONGCI := data/songci.jsonl
 
-.PHONY: book check test claims lab notebooks bench lint pdf screenshots clean
+.PHONY: book check test claims lab notebooks bench lint pdf screenshots songci clean
 
 book: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -20,7 +21,7 @@ book: $(INSTALLED) $(ASSETS)
 PORTABLE := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 SEED_OFFSET ?= 3
 
-test: $(INSTALLED) $(ASSETS)
+test: $(INSTALLED) $(ASSETS) $(SONGCI)
 	$(BIN)/ruff check .
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(PORTABLE) ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests --nbval chapters \
@@ -33,7 +34,7 @@ test: $(INSTALLED) $(ASSETS)
 # long training, and strict nbval over the chapters the edit can change (tools/changed_notebooks.py:
 # notebooks changed since the last commit, or using an onelayer module that changed), on this
 # machine's CPU path with the shifted seeds. make test runs everything.
-check: $(INSTALLED)
+check: $(INSTALLED) $(SONGCI)
 	$(BIN)/ruff check .
 	ONELAYER_SEED_OFFSET=$(SEED_OFFSET) $(BIN)/pytest tests $$($(BIN)/python tools/changed_notebooks.py) \
 		--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
@@ -82,6 +83,14 @@ pdf: $(INSTALLED) $(ASSETS)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
+
+# The 宋词 corpus (tools/songci.py): the npm package chinese-poetry, pinned by version and
+# sha512, is downloaded (about 85 MB) and only its ci are kept, one a line, checked by sha256.
+# make test and make check fetch it first: its tests check the corpus.
+songci: $(SONGCI)
+
+$(SONGCI): tools/songci.py | $(INSTALLED)
+	$(BIN)/python tools/songci.py
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -d $(VENV) || python3 -m venv $(VENV)

@@ -1,0 +1,105 @@
+"""The 宋词 corpus: 21,053 ci of the npm package chinese-poetry 2.0.1 (MIT licence), simplified
+characters, one ci a line in ``data/songci.jsonl`` (``make songci`` derives it from the pinned
+package; tools/songci.py).
+
+A ci as the model reads it is ``词牌 + "：" + text``, e.g. ``浣溪沙：一曲新词酒一杯。……``.
+The full-width colon never occurs in the texts, so it marks one thing only: the 词牌 has ended
+and its text begins (a prompt ``浣溪沙：`` asks for a 浣溪沙). The corpus joins ci with "\\n".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SONGCI_PATH = Path(__file__).resolve().parents[2] / "data" / "songci.jsonl"
+SEPARATOR = "："
+# A line ends at a comma, full stop, question or exclamation mark, semicolon, or at 、, which
+# this edition puts at a 逗 (a pause inside a line, e.g. 满江红's 凭栏处、潇潇雨歇): the 词谱
+# counts it as a break, and without it 满江红's 3 + 4 and a plain 7 would look the same.
+LINE_BREAKS = "，。？！、；"
+LOST = "□"  # the edition's mark for a character lost from the text
+
+
+@dataclass(frozen=True)
+class Ci:
+    """One ci: its 词牌 (the tune pattern), its author, its lines as the edition prints them."""
+
+    rhythmic: str
+    author: str
+    paragraphs: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The lines joined; each already ends with its punctuation."""
+        return "".join(self.paragraphs)
+
+
+def load_songci(path: str | Path | None = None) -> list[Ci]:
+    """Every ci of ``path`` (default ``SONGCI_PATH``), in the edition's order."""
+    path = SONGCI_PATH if path is None else Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"没有找到宋词语料 {path}：请在仓库根目录运行 make songci"
+            "（下载固定版本的 npm 包 chinese-poetry@2.0.1，约 85 MB，只保留其中的宋词）"
+        )
+    with path.open(encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines]
+    return [Ci(r["rhythmic"], r["author"], tuple(r["paragraphs"])) for r in rows]
+
+
+def ci_text(ci: Ci) -> str:
+    """词牌 + "：" + text: what a model reads for one ci."""
+    ci = _check_ci(ci)
+    return ci.rhythmic + SEPARATOR + ci.text
+
+
+def split_by_ci(cis: Sequence[Ci], valid_share: float = 0.1,
+                seed: int = 0) -> tuple[list[Ci], list[Ci]]:
+    """(train, valid): each ci goes whole to one side, chosen by a hash of its text and ``seed``.
+
+    About ``valid_share`` of the ci land in valid. A ci's side depends on nothing else, so the
+    split is the same on every machine and in any order, and copies of one text (the edition
+    has a few, some under two 词牌) always land together.
+    """
+    if isinstance(valid_share, bool) or not isinstance(valid_share, (int, float)) \
+            or not 0 < valid_share < 1:
+        raise ValueError(f"valid_share 应在 (0, 1) 之间，实际为 {valid_share!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed 应为非负整数，实际为 {seed!r}")
+    train, valid = [], []
+    for ci in cis:
+        (valid if _unit_hash(_check_ci(ci).text, seed) < valid_share else train).append(ci)
+    return train, valid
+
+
+def _unit_hash(text: str, seed: int) -> float:
+    """A number in [0, 1) fixed by ``text`` and ``seed``: sha256's first 8 bytes / 2⁶⁴."""
+    digest = hashlib.sha256(f"{seed}\n{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def line_lengths(ci: Ci) -> tuple[int, ...]:
+    """Characters per line, lines ended by any of ``LINE_BREAKS`` (□ counts: it was a character)."""
+    return tuple(len(line) for line in re.split(f"[{LINE_BREAKS}]", _check_ci(ci).text) if line)
+
+
+def pattern_counts(cis: Sequence[Ci], rhythmic: str) -> Counter[tuple[int, ...]]:
+    """How many ci of one 词牌 follow each line-length pattern."""
+    same = [ci for ci in cis if _check_ci(ci).rhythmic == rhythmic]
+    if not same:
+        tunes = {ci.rhythmic for ci in cis}
+        raise ValueError(f"rhythmic 应为 cis 中出现的词牌（共 {len(tunes)} 个），"
+                         f"实际为 {rhythmic!r}")
+    return Counter(line_lengths(ci) for ci in same)
+
+
+def _check_ci(ci: object) -> Ci:
+    if not isinstance(ci, Ci):
+        raise ValueError(f"应为一首词（Ci），实际为 {type(ci).__name__}：{ci!r:.40}")
+    return ci
