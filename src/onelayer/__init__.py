@@ -1,7 +1,7 @@
 """onelayer: the parts of one Transformer layer, built from scratch for 一层 Transformer.
 
 The parts live in this package's modules (bottom-up: checks, activations, ffn, norms,
-residual, mlp, attention, block, model, params, data, reference, probes, train); each
+residual, mlp, rope, attention, block, model, params, data, reference, probes, train); each
 chapter's experiments in ``onelayer.chapters``; what only the book needs in ``onelayer.book``.
 """
 

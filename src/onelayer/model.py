@@ -1,5 +1,8 @@
 """TinyGPT: token and position embeddings, N blocks from ``onelayer.block``, a final norm
-and a language-model head that shares the token embedding's weights (GPT-2's layout)."""
+and a language-model head that shares the token embedding's weights (GPT-2's layout).
+
+With ``block.rope_theta`` set there is no position embedding: the attention rotates queries
+and keys by position instead (Llama, Qwen)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ GPT_INITS = ("gpt2", "xavier")
 @dataclass(frozen=True)
 class GPTConfig:
     vocab_size: int
-    block_size: int  # the longest context the position embedding covers
+    block_size: int  # the longest context the model reads (and the position table's length)
     n_layers: int = 2
     block: BlockConfig = field(default_factory=BlockConfig)
     init: str = "gpt2"  # or "xavier", the setting of Xiong et al. 2020's analysis
@@ -63,7 +66,8 @@ class TinyGPT(nn.Module):
         self.config = config
         d = config.block.d_model
         self.tok = nn.Embedding(config.vocab_size, d)
-        self.pos = nn.Embedding(config.block_size, d)
+        rotary = config.block.rope_theta is not None       # 位置由注意力里的旋转给出
+        self.pos = None if rotary else nn.Embedding(config.block_size, d)
         self.drop = nn.Dropout(config.block.dropout)
         self.blocks = nn.ModuleList(TransformerBlock(config.block) for _ in range(config.n_layers))
         pre = config.block.norm_position == "pre"
@@ -99,11 +103,16 @@ class TinyGPT(nn.Module):
                              f"[{idx.min().item()}, {idx.max().item()}]")
         return idx
 
+    def position_embedding(self, positions: torch.Tensor) -> torch.Tensor | float:
+        """P[t] for each of ``positions`` [T], [T, d_model]; 0 when the attention rotates
+        queries and keys instead (no table)."""
+        return 0.0 if self.pos is None else self.pos(positions)
+
     def hidden_states(self, idx: torch.Tensor) -> list[torch.Tensor]:
         """The residual stream: the embeddings, then the output of each block."""
         self.check_tokens(idx)
         positions = torch.arange(idx.shape[-1], device=idx.device)
-        states = [self.drop(self.tok(idx) + self.pos(positions))]
+        states = [self.drop(self.tok(idx) + self.position_embedding(positions))]
         for block in self.blocks:
             states.append(block(states[-1]))
         return states
@@ -125,7 +134,7 @@ class TinyGPT(nn.Module):
             raise ValueError(f"缓存的 {past} 个位置加上新的 {t} 个应 ≤ block_size="
                              f"{self.config.block_size}，实际为 {past + t}")
         positions = torch.arange(past, past + t, device=idx.device)  # 接着缓存里的位置往后数
-        x = self.drop(self.tok(idx) + self.pos(positions))
+        x = self.drop(self.tok(idx) + self.position_embedding(positions))
         for block, layer in zip(self.blocks, cache.layers):
             with block.attn.caching(layer):
                 x = block(x)

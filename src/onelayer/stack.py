@@ -23,11 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from onelayer.attention import repeat_kv
 from onelayer.checks import check_last_dim
 from onelayer.ffn import FeedForward
 from onelayer.model import TinyGPT
 from onelayer.norms import standardize
 from onelayer.residual import Sublayer, norm_sublayer
+from onelayer.rope import apply_rope, rope_angles
 from onelayer.train import seeded
 
 
@@ -91,7 +93,7 @@ class TinyGPTStack(nn.Module):
     computes; only the speed differs (a small model pays a fixed cost per call, which the
     members now share).
     Supports the plain blocks the book trains: LayerNorm, biases, no gating, no dropout; an
-    attention-only block (d_ff = 0) too."""
+    attention-only block (d_ff = 0) too, and grouped-query attention and RoPE (no QK-norm)."""
 
     def __init__(self, members: Sequence[TinyGPT]) -> None:
         super().__init__()
@@ -102,7 +104,8 @@ class TinyGPTStack(nn.Module):
             if m.config != self.config:
                 raise ValueError(f"所有成员的配置应相同，实际为 {self.config} 与 {m.config}")
         block = self.config.block
-        wanted = {"norm": "layernorm", "bias": True, "gated": False, "dropout": 0.0}
+        wanted = {"norm": "layernorm", "bias": True, "qkv_has_bias": True, "gated": False,
+                  "dropout": 0.0, "qk_norm": False}
         for name, value in wanted.items():
             if getattr(block, name) != value:
                 raise ValueError(f"TinyGPTStack 要求 {name}={value!r}，实际为 "
@@ -139,9 +142,16 @@ class TinyGPTStack(nn.Module):
 
     def _attn(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         m, b, t, d = x.shape
-        heads = self.config.block.n_heads
-        q, k, v = (part.reshape(m * b, t, heads, d // heads).transpose(1, 2)  # 4 维：融合内核
-                   for part in self._linear(x, prefix + "attn.qkv").split(d, dim=-1))
+        block = self.config.block
+        heads, kv_heads, d_head = block.n_heads, block.kv_heads, d // block.n_heads
+        q, k, v = self._linear(x, prefix + "attn.qkv").split(
+            [d, kv_heads * d_head, kv_heads * d_head], dim=-1)
+        q, k, v = (part.reshape(m * b, t, n, d_head).transpose(1, 2)        # 4 维：融合内核
+                   for part, n in ((q, heads), (k, kv_heads), (v, kv_heads)))
+        if block.rope_theta is not None:
+            cos, sin = rope_angles(torch.arange(t, device=x.device), d_head, block.rope_theta)
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self._linear(out.transpose(1, 2).reshape(m, b, t, d), prefix + "attn.proj")
 
@@ -155,7 +165,8 @@ class TinyGPTStack(nn.Module):
             raise ValueError(f"词元编号的形状应为 [M={len(self)}, B, T]，实际为 {list(idx.shape)}")
         tok = self._p("tok.weight")
         h = tok[torch.arange(len(self))[:, None, None], idx]
-        h = h + self._p("pos.weight")[:, None, :idx.shape[-1]]
+        if "pos.weight" in self.index:                                 # 不旋转：加位置嵌入
+            h = h + self._p("pos.weight")[:, None, :idx.shape[-1]]
         position = self.config.block.norm_position
         for i in range(self.config.n_layers):
             p = f"blocks.{i}."

@@ -1,4 +1,5 @@
-"""TinyGPT against transformers' GPT-2, and its argument checks (onelayer.model)."""
+"""TinyGPT against transformers' GPT-2 and Qwen models, its rotary variant, and its argument
+checks (onelayer.model)."""
 
 import math
 
@@ -7,7 +8,7 @@ import torch
 
 from onelayer import reference
 from onelayer.block import BlockConfig
-from onelayer.model import GPTConfig, TinyGPT, gpt2_residual_std, lm_loss
+from onelayer.model import GPTConfig, KVCache, TinyGPT, gpt2_residual_std, lm_loss
 
 
 def tiny(norm_position="pre", d_ff=None, n_layers=2, init="gpt2"):
@@ -116,3 +117,77 @@ def test_lm_loss_keeps_one_value_per_member_of_a_stack():
 def test_gpt2_residual_std_checks_its_argument():
     with pytest.raises(ValueError, match="n_layer 应为正整数"):
         gpt2_residual_std(0)
+
+
+def rotary(seed=0, block_size=8, n_layers=2, **options) -> TinyGPT:
+    """A Qwen-style TinyGPT: RMSNorm, SwiGLU, rotary positions, grouped-query attention."""
+    torch.manual_seed(seed)
+    block = BlockConfig(d_model=16, n_heads=4, n_kv_heads=2, d_ff=24, activation="silu",
+                        gated=True, norm="rmsnorm", bias=False, eps=1e-6, rope_theta=10000.0,
+                        **options)
+    model = TinyGPT(GPTConfig(vocab_size=11, block_size=block_size, n_layers=n_layers,
+                              block=block)).eval()
+    with torch.no_grad():  # move every weight away from its init, so nothing matches by luck
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape) * 0.1)
+    return model
+
+
+def test_rotary_model_has_no_position_table():
+    model = rotary()
+    assert model.pos is None
+    assert not [k for k in model.state_dict() if k.startswith("pos")]
+    assert model(torch.tensor([[1, 2, 3]])).shape == (1, 3, 11)
+
+
+def test_rotary_model_is_causal_and_sees_order():
+    model = rotary()
+    a, b = torch.tensor([1, 2, 3, 4]), torch.tensor([1, 2, 3, 9])
+    with torch.no_grad():
+        assert torch.allclose(model(a)[:3], model(b)[:3])
+        swapped = model(torch.tensor([2, 1, 3, 4]))
+        assert (model(a)[-1] - swapped[-1]).abs().max() > 1e-3  # 没有位置表，也分得清顺序
+
+
+def test_rotary_cached_logits_equal_the_whole_sequence():
+    model = rotary(block_size=12).double()          # float64: only the cache may differ
+    idx = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(2))
+    cache = KVCache(2)
+    with torch.no_grad():
+        whole = model(idx)
+        parts = [model.cached_logits(idx[:, :5], cache)]
+        parts += [model.cached_logits(idx[:, t:t + 1], cache) for t in range(5, 12)]
+    assert (torch.cat(parts, dim=1) - whole).abs().max().item() < 1e-12
+    assert cache.layers[0].keys.shape == (3, 2, 12, 4)         # 只存 n_kv_heads = 2 个头
+
+
+@pytest.mark.parametrize("options", [{}, {"qk_norm": True}])
+def test_rotary_generation_gives_the_same_tokens_with_and_without_cache(options):
+    model = rotary(seed=1, **options)
+    for top_k, temperature in ((1, 1.0), (None, 1.0), (5, 0.7)):
+        runs = [model.generate([1, 2, 3], 20, temperature, top_k, use_cache=use,
+                               generator=torch.Generator().manual_seed(0))
+                for use in (True, False)]
+        assert runs[0] == runs[1] and len(runs[0]) == 23   # 越过 block_size = 8 之后也相同
+
+
+@pytest.mark.parametrize(("family", "options"), [("qwen2", {"qkv_bias": True}),
+                                                 ("qwen3", {"qk_norm": True})])
+def test_logits_match_transformers_qwen_for_causal_lm(family, options):
+    pytest.importorskip("transformers")
+    model = rotary(seed=2, **options)
+    peer = getattr(reference, f"{family}_for_causal_lm")(model)
+    assert peer.lm_head.weight is peer.model.embed_tokens.weight      # 输出层与词嵌入共享
+    idx = torch.randint(0, 11, (3, 8), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        err = (model(idx) - peer(idx).logits).abs().max().item()
+    print(f"{type(peer).__name__}: max logit error {err:.1e}")
+    assert err <= 1e-5
+
+
+def test_qwen_models_refuse_what_they_cannot_express():
+    pytest.importorskip("transformers")
+    with pytest.raises(ValueError, match="Qwen2 要求 qkv_has_bias=True"):
+        reference.qwen2_for_causal_lm(rotary())
+    with pytest.raises(ValueError, match="Qwen3 要求 norm='rmsnorm'"):
+        reference.qwen3_for_causal_lm(tiny())
