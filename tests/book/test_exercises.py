@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from onelayer.book.exercises import check_ffn_forward
+from onelayer.rope import apply_rope_interleaved
 
 
 def correct(x, W1, b1, W2, b2):
@@ -167,3 +168,46 @@ def test_causal_attention_checker(capsys):
     assert not check_causal_attention(
         lambda q, k, v: (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(-1) @ v)
     assert "因果掩码" in capsys.readouterr().out
+
+
+# The chapter 9 exercise checker (onelayer.book.exercises.check_rope)
+def rope_from_scratch(x, positions, theta, dtype=torch.float32):
+    d = x.shape[-1]
+    omega = theta ** (-torch.arange(0, d, 2, dtype=dtype) / d)      # ω_j = θ^(−2j/d)
+    angle = positions.to(dtype)[:, None] * omega
+    cos, sin = angle.cos().repeat(1, 2), angle.sin().repeat(1, 2)
+    a, b = x.to(dtype).chunk(2, dim=-1)
+    return (x.to(dtype) * cos + torch.cat([-b, a], dim=-1) * sin).float()
+
+
+def test_rope_checker_passes_float32_float64_and_transformers(capsys):
+    from onelayer.book.exercises import check_rope
+
+    assert check_rope(rope_from_scratch)
+    assert check_rope(lambda x, t, th: rope_from_scratch(x, t, th, torch.float64))
+    assert capsys.readouterr().out.startswith("✓ 通过")
+    apply_rotary_pos_emb = pytest.importorskip(
+        "transformers.models.llama.modeling_llama").apply_rotary_pos_emb
+
+    def with_transformers(x, positions, theta):
+        d = x.shape[-1]
+        angle = positions.float()[:, None] * theta ** (-torch.arange(0, d, 2).float() / d)
+        angle = torch.cat([angle, angle], dim=-1)
+        rotated, _ = apply_rotary_pos_emb(x, x, angle.cos(), angle.sin(), unsqueeze_dim=0)
+        return rotated.reshape(x.shape)                 # [1, T, d] → [T, d] when x is [T, d]
+
+    assert check_rope(with_transformers)
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (apply_rope_interleaved, "相邻配对"),
+    (lambda x, t, th: rope_from_scratch(x, -t, th), "转反了方向"),
+    (lambda x, t, th: rope_from_scratch(x, t, th ** 0.5), "−2j/d_head"),
+    (lambda x, t, th: x, "位置 0"),
+    (lambda x, t, th: x[..., :2], "输出形状应为"),
+])
+def test_rope_checker_names_the_mistake(capsys, wrong, hint):
+    from onelayer.book.exercises import check_rope
+
+    assert not check_rope(wrong)
+    assert hint in capsys.readouterr().out

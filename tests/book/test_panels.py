@@ -26,6 +26,7 @@ PANEL_PAGES = {
     "prepost": "chapters/08_pre_post_norm.html",
     "block": "chapters/06_block.html",
     "attention": "chapters/05_attention.html",
+    "rope": "chapters/09_modern_layer.html",
 }
 
 
@@ -134,7 +135,15 @@ def expected_attention(controls: dict, data: dict) -> dict[str, float]:
     return {f"{key}.{i}": v for key, values in shown.items() for i, v in enumerate(values.tolist())}
 
 
-EXPECTED = {"attention": expected_attention, "ffn": expected_ffn,
+def expected_rope(controls: dict, data: dict) -> dict[str, float]:
+    from onelayer.book.widgets.ch09_modern_layer import rope_scores
+
+    q, k = (torch.tensor(data[key], dtype=torch.float64) for key in ("q", "k"))
+    shown = rope_scores(q, k, int(controls["m"]), int(controls["n"]), data["theta"])
+    return {f"{key}.{i}": v for key, values in shown.items() for i, v in enumerate(values.tolist())}
+
+
+EXPECTED = {"attention": expected_attention, "rope": expected_rope, "ffn": expected_ffn,
             "activation": expected_activation,
             "layernorm": expected_layernorm, "prepost": expected_prepost, "block": expected_block}
 
@@ -187,7 +196,8 @@ KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
 PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
                     "04_layernorm": "layernorm_explorer()",
                     "08_pre_post_norm": "prepost_explorer(x_fish, s)",
-                    "06_block": "block_explorer()", "05_attention": "query_explorer()"}
+                    "06_block": "block_explorer()", "05_attention": "query_explorer()",
+                    "09_modern_layer": "rope_explorer(q_panel, k_panel)"}
 
 
 def test_panel_cells_are_tagged_for_the_html_book():
@@ -223,11 +233,27 @@ def test_the_tiny_gpt_runs_in_chapter_8s_page():
     assert 'data-kind="gpt"' in "".join(output["data"]["text/html"])
 
 
+def test_rope_panel_scores_depend_only_on_the_distance():
+    from onelayer.book.widgets.ch09_modern_layer import rope_panel_data, rope_scores
+
+    q, k = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    base = rope_scores(q, k, 5, 2)
+    assert torch.isclose(base["score"], base["pair"].sum()).all()
+    assert torch.allclose(rope_scores(q, k, 60, 57)["score"], base["score"], rtol=1e-12)
+    assert not torch.allclose(rope_scores(q, k, 5, 3)["score"], base["score"])
+    with pytest.raises(ValueError, match="同样长的一维向量"):
+        rope_panel_data(q, k[:4])
+    with pytest.raises(ValueError, match="d_head 应为偶数"):
+        rope_panel_data(q[:5], k[:5])
+    with pytest.raises(ValueError, match="m、n 应在 0..63 之间"):
+        rope_panel_data(q, k, m=64)
+
+
 def test_a_page_panel_of_an_unknown_kind_is_refused():
     from onelayer.book.panels import PagePanel
 
-    with pytest.raises(ValueError, match="实际为 'rope'"):
-        PagePanel("rope", {}, "x")
+    with pytest.raises(ValueError, match="实际为 'moe'"):
+        PagePanel("moe", {}, "x")
 
 
 # ---- in the built book ----
@@ -270,6 +296,8 @@ SETTINGS = {
     "attention": [{}, {"q0": 1.5}, {"scale": False}, {"token": "吃"},
                   {"q2": -2, "scale": True}, {"token": "猫", "q3": 0.7},
                   {"token": "鱼", "q1": 2, "q0": -1.6}],
+    "rope": [{}, {"m": 9, "n": 6}, {"pair": "2"}, {"m": 63, "n": 60}, {"m": 0, "n": 40},
+             {"pair": "3", "n": 0, "m": 20}],
     "block": [{}, {"ratio": 2.5, "gated": "gated", "norm": "rmsnorm", "bias": False},
               {"d_model": "4096", "ratio": 8, "log2T": 16},
               {"d_model": "64", "ratio": 0.5, "log2T": 6},
@@ -288,7 +316,7 @@ def shared_panel(book_pages, kind):
 
 # A slider each panel's numbers depend on, moved by the keyboard after the settings above.
 KEYBOARD_SLIDER = {"attention": "q0", "ffn": "x1", "activation": "z", "layernorm": "x0",
-                   "prepost": "x1", "block": "log2T"}
+                   "prepost": "x1", "block": "log2T", "rope": "m"}
 
 
 @pytest.mark.browser

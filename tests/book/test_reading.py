@@ -42,9 +42,12 @@ TAUGHT_IN = {
     "pre_norm": 6, "post_norm": 6, "norm_sublayer": 6, "GPTConfig": 6, "TinyGPT": 6,
     "torch_encoder_layer": 6,
     # 7 the tiny GPT: data, loss, training loop, generation
-    "facts_corpus": 7, "lm_loss": 7, "TinyGPTStack": 7, "gpt2_lm_head_model": 7,
+    "facts_corpus": 7, "lm_loss": 7, "TinyGPTStack": 7, "gpt2_lm_head_model": 7, "KVCache": 7,
     # 8 norm positions
     "deep_norm": 8, "deepnorm_constants": 8, "sandwich_norm": 8,
+    # 9 today's layer: rotary positions, grouped-query attention, QK-norm
+    "rope_frequencies": 9, "rope_angles": 9, "rotate_half": 9, "apply_rope": 9,
+    "apply_rope_interleaved": 9, "interleaved_to_half": 9, "repeat_kv": 9,
 }
 # Whole modules: a chapter's experiments and panels serve that chapter (and later ones).
 CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 ASSETS = Path(__file__).resolve().parent
-KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt", "attention", "attnmap")
+KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt", "attention", "attnmap",
+         "rope")
 
 
 def asset(name: str) -> str:

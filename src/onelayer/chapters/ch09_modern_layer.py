@@ -1,0 +1,117 @@
+"""Chapter 9's experiments: the attention of today's open models.
+
+- ``kv_cache_bytes``: what a KV cache costs per token, 2 · layers · kv_heads · d_head · bytes;
+  ``cached_bytes`` measures what a model's ``KVCache`` really holds;
+- ``train_gqa_models``: chapter 7's facts models with ``n_kv_heads`` shared key/value heads
+  (grouped-query attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019), one per seed,
+  trained side by side as one ``TinyGPTStack``;
+- ``score_growth``: the attention scores and the softmax's sharpness when the query and key
+  projections are scaled up, with and without QK-norm.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import torch
+
+from onelayer.attention import CausalSelfAttention, causal_mask
+from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config, member_recalls
+from onelayer.checks import check_positive_int
+from onelayer.data import FactsCorpus
+from onelayer.model import GPTConfig, KVCache, TinyGPT
+from onelayer.stack import TinyGPTStack
+from onelayer.train import Progress, seeded, train_lm
+
+
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: int = 2,
+                   tokens: int = 1) -> int:
+    """Bytes of cached keys and values for ``tokens`` positions (2 bytes: float16/bfloat16)."""
+    for name, value in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("d_head", d_head),
+                        ("bytes_per_value", bytes_per_value), ("tokens", tokens)):
+        check_positive_int(name, value)
+    return 2 * n_layers * n_kv_heads * d_head * bytes_per_value * tokens  # 键和值各一份
+
+
+def cached_bytes(cache: KVCache) -> int:
+    """Bytes of the tensors a ``KVCache`` holds."""
+    return sum(t.numel() * t.element_size() for layer in cache.layers
+               for t in (layer.keys, layer.values) if t is not None)
+
+
+def facts_gqa_config(corpus: FactsCorpus, n_kv_heads: int) -> GPTConfig:
+    """Chapter 7's facts model (4 heads) whose heads share ``n_kv_heads`` key/value heads."""
+    config = facts_gpt_config(corpus)
+    return replace(config, block=replace(config.block, n_kv_heads=n_kv_heads))
+
+
+@dataclass(frozen=True)
+class GQARuns:
+    """Facts models with one number of key/value heads, one per seed."""
+
+    n_kv_heads: int
+    models: list[TinyGPT]
+    losses: torch.Tensor  # [seeds, steps]
+    recall: torch.Tensor  # [seeds]: fact recall after training
+
+
+def train_gqa_models(corpus: FactsCorpus, seeds: Sequence[int], n_kv_heads: int,
+                     steps: int = 500, lr: float = 3e-3, progress: Progress | None = None
+                     ) -> GQARuns:
+    """Train one ``facts_gqa_config`` model per seed (weights and batches from that seed)
+    with chapter 7's batch size, as one ``TinyGPTStack``; measure every member's recall."""
+    if not seeds:
+        raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
+    config = facts_gqa_config(corpus, n_kv_heads)
+    members = []
+    for seed in seeds:
+        with seeded(seed):
+            members.append(TinyGPT(config))
+    stack = TinyGPTStack(members)
+    losses = train_lm(stack, corpus, steps, lr, batch_size=FACTS_BATCH, seed=list(seeds),
+                      progress=progress)
+    recall = member_recalls(stack, corpus)
+    return GQARuns(n_kv_heads, [stack.member(i) for i in range(len(seeds))], losses, recall)
+
+
+@dataclass(frozen=True)
+class ScoreGrowth:
+    """One attention layer with its query and key projections scaled by each of ``scales``."""
+
+    scales: list[float]
+    max_score: torch.Tensor  # [scales]: the largest |q·k/√d_head| over heads and visible pairs
+    top_weight: torch.Tensor  # [scales]: a row's largest attention weight, mean over rows ≥ 1
+
+
+def _scaled_qk(attn: CausalSelfAttention, scale: float) -> CausalSelfAttention:
+    """A copy of ``attn`` (in eval mode) whose W_Q and W_K (and their biases) are × scale."""
+    scaled = copy.deepcopy(attn).eval()
+    q_and_k = attn.d_model + attn.n_kv_heads * attn.d_head     # qkv 的前两段输出：q、k
+    with torch.no_grad():
+        scaled.qkv.weight[:q_and_k] *= scale
+        if scaled.qkv.bias is not None:
+            scaled.qkv.bias[:q_and_k] *= scale
+    return scaled
+
+
+@torch.no_grad()
+def score_growth(attn: CausalSelfAttention, x: torch.Tensor, scales: Sequence[float]
+                 ) -> ScoreGrowth:
+    """How large the attention scores get, and how sharp the softmax, when W_Q and W_K are
+    multiplied by each of ``scales`` (x [..., T, d_model], T ≥ 2)."""
+    if not scales or min(scales) <= 0:
+        raise ValueError(f"scales 应为非空的正数列表，实际为 {list(scales)}")
+    if x.dim() < 2 or x.shape[-2] < 2:
+        raise ValueError(f"x 应为 [..., T, d_model]、T ≥ 2，实际形状为 {list(x.shape)}")
+    visible = causal_mask(x.shape[-2], device=x.device)
+    max_score, top_weight = [], []
+    for scale in scales:
+        scaled = _scaled_qk(attn, scale)
+        q, k, _ = scaled.heads(x)                                   # 已做 QK 归一化（若有）
+        scores = q @ scaled.shared(k).transpose(-2, -1) / math.sqrt(scaled.d_head)
+        max_score.append(scores.masked_select(visible).abs().max())
+        top_weight.append(scaled.weights(x)[..., 1:, :].amax(-1).mean())  # 第 0 行只有一个键
+    return ScoreGrowth(list(scales), torch.stack(max_score), torch.stack(top_weight))
