@@ -122,7 +122,7 @@ def statement(node: ast.Assert, lines: list[str], comments: dict[int, str]) -> s
         above.insert(0, comments[n])
         n -= 1
     if above:
-        return " ".join(above)
+        return " ".join(above).removeprefix("本节的检验：")
     if isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str):
         return node.msg.value
     return ast.unparse(node.test)
@@ -298,17 +298,35 @@ def chapter_title(name: str) -> str:
     return first.splitlines()[0].lstrip("# ").strip()
 
 
+def status(name: str, entry: dict | None) -> str:
+    """"current" when the results cover the chapter as it is now, in every group."""
+    if entry is None or not entry["groups"]:
+        return "这一章还没有扫描。"
+    if entry["source_hash"] != source_hash(load(CHAPTERS / f"{name}.ipynb")):
+        return "这一章的实验单元在上次扫描之后改过，结果作废，要重新扫描。"
+    if len(entry["groups"]) < GROUPS:
+        return f"扫描还没有完成：已运行 {len(entry['groups'])}/{GROUPS} 组。"
+    return "current"
+
+
 def table(results: dict) -> str:
     parts = [START, ""]
-    for name, entry in sorted(results["chapters"].items()):
-        number_of = int(name[:2])
-        parts += [f"(claims-ch{name[:2]})=", f"### 第 {number_of} 章 {chapter_title(name)}", "",
-                  "| 结论 | 成立的组 | 比较的量：各组的最小值 ~ 最大值 |", "|---|---|---|"]
-        for claim, held, runs, ranges in filter(lambda r: shown(r[0], r[3]), claim_rows(entry)):
-            seen = "；".join(f"`{cell_text(q)}`：{number(lo)} ~ {number(hi)}"
-                            for q, (lo, hi) in ranges.items()) or "—"
-            parts.append(f"| {cell_text(claim['statement'])} | {held}/{runs} | {seen} |")
-        parts.append("")
+    for name in swept_chapters():
+        entry = results["chapters"].get(name)
+        parts += [f"(claims-ch{name[:2]})=", f"### 第 {int(name[:2])} 章 {chapter_title(name)}", ""]
+        said = status(name, entry)
+        if said != "current":
+            parts += [said, ""]
+        if said == "current" or said.startswith("扫描还没有完成"):
+            parts += ["| 结论 | 成立的组 | 比较的量：各组的最小值 ~ 最大值 |", "|---|---|---|"]
+            for claim, held, runs, ranges in claim_rows(entry):
+                if shown(claim, ranges):
+                    seen = "；".join(f"`{cell_text(q)}`：{number(lo)} ~ {number(hi)}"
+                                    for q, (lo, hi) in ranges.items()) or "—"
+                    said_as = claim["statement"]
+                    said_as = f"`{said_as}`" if said_as == claim["code"] else said_as
+                    parts.append(f"| {cell_text(said_as)} | {held}/{runs} | {seen} |")
+            parts.append("")
     return "\n".join(parts + [END])
 
 
@@ -332,7 +350,13 @@ def main() -> None:
         return
     if not args.table:
         sweep(args.chapters or swept_chapters(), args.groups, args.jobs)
-    write_table(load(RESULTS))
+    results = load(RESULTS)
+    for name, entry in results["chapters"].items():   # statements as this script reads them now
+        notebook = load(CHAPTERS / f"{name}.ipynb")
+        if entry["source_hash"] == source_hash(notebook):
+            entry["claims"] = chapter_claims(notebook)
+    save(results)
+    write_table(results)
 
 
 if __name__ == "__main__":
