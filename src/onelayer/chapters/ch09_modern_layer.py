@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -55,14 +55,22 @@ class GQARuns:
     n_kv_heads: int
     models: list[TinyGPT]
     losses: torch.Tensor  # [seeds, steps]
-    recall: torch.Tensor  # [seeds]: fact recall after training
+    recall: torch.Tensor  # [seeds, checkpoints]: fact recall after every ``every`` steps
+    every: int
+
+    @property
+    def steps(self) -> list[int]:
+        """The training steps at which ``recall`` was measured."""
+        return [self.every * (k + 1) for k in range(self.recall.shape[1])]
 
 
 def train_gqa_models(corpus: FactsCorpus, seeds: Sequence[int], n_kv_heads: int,
-                     steps: int = 500, lr: float = 3e-3, progress: Progress | None = None
-                     ) -> GQARuns:
+                     steps: int = 500, lr: float = 3e-3, every: int = 250,
+                     progress: Progress | None = None) -> GQARuns:
     """Train one ``facts_gqa_config`` model per seed (weights and batches from that seed)
-    with chapter 7's batch size, as one ``TinyGPTStack``; measure every member's recall."""
+    with chapter 7's batch size, as one ``TinyGPTStack``; measure every member's recall
+    after every ``every`` steps."""
+    check_positive_int("every", every)
     if not seeds:
         raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
     config = facts_gqa_config(corpus, n_kv_heads)
@@ -71,10 +79,19 @@ def train_gqa_models(corpus: FactsCorpus, seeds: Sequence[int], n_kv_heads: int,
         with seeded(seed):
             members.append(TinyGPT(config))
     stack = TinyGPTStack(members)
+    recalls: list[torch.Tensor] = []
+
+    def measured(step_range: Iterable[int]) -> Iterator[int]:
+        for step in (progress or iter)(step_range):
+            yield step                                   # 这一步训练完，才回到这里
+            if (step + 1) % every == 0:
+                recalls.append(member_recalls(stack, corpus))
+
     losses = train_lm(stack, corpus, steps, lr, batch_size=FACTS_BATCH, seed=list(seeds),
-                      progress=progress)
-    recall = member_recalls(stack, corpus)
-    return GQARuns(n_kv_heads, [stack.member(i) for i in range(len(seeds))], losses, recall)
+                      progress=measured)
+    recall = torch.stack(recalls, dim=1) if recalls else torch.empty(len(seeds), 0)
+    return GQARuns(n_kv_heads, [stack.member(i) for i in range(len(seeds))], losses, recall,
+                   every)
 
 
 @dataclass(frozen=True)
