@@ -83,13 +83,16 @@ class FactsRuns:
 
 def train_facts_models(corpus: FactsCorpus, seeds: Sequence[int], d_ff: int | None = None,
                        d_model: int = 32, steps: int = 500, lr: float = 3e-3, every: int = 50,
-                       progress: Progress | None = None) -> FactsRuns:
+                       progress: Progress | None = None,
+                       config: GPTConfig | None = None) -> FactsRuns:
     """Train one ``facts_gpt_config`` model per seed (weights and batches from that seed) as
-    one ``TinyGPTStack``, measuring every member's fact recall after every ``every`` steps."""
+    one ``TinyGPTStack``, measuring every member's fact recall after every ``every`` steps.
+    ``config`` replaces ``facts_gpt_config(corpus, d_ff, d_model)`` (chapter 9 trains other
+    attention variants this way)."""
     check_positive_int("every", every)
     if not seeds:
         raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
-    config = facts_gpt_config(corpus, d_ff=d_ff, d_model=d_model)
+    config = config or facts_gpt_config(corpus, d_ff=d_ff, d_model=d_model)
     members = []
     for seed in seeds:
         with seeded(seed):

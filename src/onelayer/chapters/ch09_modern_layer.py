@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
 
 from onelayer.attention import CausalSelfAttention, causal_mask
-from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config, member_recalls
+from onelayer.chapters.ch07_tiny_gpt import FactsRuns, facts_gpt_config, train_facts_models
 from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus
-from onelayer.model import GPTConfig, KVCache, TinyGPT
-from onelayer.stack import TinyGPTStack
-from onelayer.train import Progress, seeded, train_lm
+from onelayer.model import GPTConfig, KVCache
+from onelayer.train import Progress
 
 
 def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: int = 2,
@@ -49,49 +48,20 @@ def facts_gqa_config(corpus: FactsCorpus, n_kv_heads: int) -> GPTConfig:
 
 
 @dataclass(frozen=True)
-class GQARuns:
+class GQARuns(FactsRuns):
     """Facts models with one number of key/value heads, one per seed."""
 
-    n_kv_heads: int
-    models: list[TinyGPT]
-    losses: torch.Tensor  # [seeds, steps]
-    recall: torch.Tensor  # [seeds, checkpoints]: fact recall after every ``every`` steps
-    every: int
-
-    @property
-    def steps(self) -> list[int]:
-        """The training steps at which ``recall`` was measured."""
-        return [self.every * (k + 1) for k in range(self.recall.shape[1])]
+    n_kv_heads: int = 0
 
 
 def train_gqa_models(corpus: FactsCorpus, seeds: Sequence[int], n_kv_heads: int,
                      steps: int = 500, lr: float = 3e-3, every: int = 250,
                      progress: Progress | None = None) -> GQARuns:
-    """Train one ``facts_gqa_config`` model per seed (weights and batches from that seed)
-    with chapter 7's batch size, as one ``TinyGPTStack``; measure every member's recall
-    after every ``every`` steps."""
-    check_positive_int("every", every)
-    if not seeds:
-        raise ValueError("seeds 不能为空：至少要有 1 个随机种子")
-    config = facts_gqa_config(corpus, n_kv_heads)
-    members = []
-    for seed in seeds:
-        with seeded(seed):
-            members.append(TinyGPT(config))
-    stack = TinyGPTStack(members)
-    recalls: list[torch.Tensor] = []
-
-    def measured(step_range: Iterable[int]) -> Iterator[int]:
-        for step in (progress or iter)(step_range):
-            yield step                                   # 这一步训练完，才回到这里
-            if (step + 1) % every == 0:
-                recalls.append(member_recalls(stack, corpus))
-
-    losses = train_lm(stack, corpus, steps, lr, batch_size=FACTS_BATCH, seed=list(seeds),
-                      progress=measured)
-    recall = torch.stack(recalls, dim=1) if recalls else torch.empty(len(seeds), 0)
-    return GQARuns(n_kv_heads, [stack.member(i) for i in range(len(seeds))], losses, recall,
-                   every)
+    """Chapter 7's ``train_facts_models`` on ``facts_gqa_config``: one model per seed
+    (weights and batches from that seed), recall measured after every ``every`` steps."""
+    runs = train_facts_models(corpus, seeds, steps=steps, lr=lr, every=every, progress=progress,
+                              config=facts_gqa_config(corpus, n_kv_heads))
+    return GQARuns(runs.models, runs.losses, runs.recall, runs.every, n_kv_heads)
 
 
 @dataclass(frozen=True)
