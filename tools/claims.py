@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -42,6 +43,7 @@ RESULTS = CHAPTERS / "claims.json"
 APPENDIX = CHAPTERS / "reproducibility.md"
 GROUPS = 20
 OFFSET_STEP = 1000
+RUN_TIMEOUT, ATTEMPTS = 1200, 3  # seconds for one chapter run; tries per run
 PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 
@@ -200,7 +202,7 @@ def run_group(name: str) -> dict:
             cell.source = recording(cell)
     runnable.cells.insert(0, nbformat.v4.new_code_cell(RECORDER))
     runnable.cells.append(nbformat.v4.new_code_cell(REPORT))
-    NotebookClient(runnable, timeout=1800, allow_errors=True,
+    NotebookClient(runnable, timeout=900, allow_errors=True,
                    resources={"metadata": {"path": str(CHAPTERS)}}).execute()
     errors = [f"{out['ename']}: {out['evalue']}"[:300] for cell in runnable.cells
               if cell.cell_type == "code" for out in cell.get("outputs", [])
@@ -211,15 +213,26 @@ def run_group(name: str) -> dict:
 
 
 def sweep_one(name: str, offset: int) -> dict:
+    """Run ``name`` at seed offset ``offset`` in a fresh process (and kernel) on the portable
+    path. A run whose kernel stops answering (it happens, rarely) is killed and started again."""
     env = {**os.environ, **PORTABLE, "ONELAYER_SEED_OFFSET": str(offset)}
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, "--run", name], env=env, cwd=ROOT,
-                          capture_output=True, text=True, preexec_fn=lambda: os.nice(10))
-    if done.returncode:
-        raise RuntimeError(f"{name} at offset {offset} failed:\n{done.stderr[-2000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result["seconds"] = round(time.perf_counter() - start, 1)
-    return result
+    err = ""
+    for _ in range(ATTEMPTS):
+        start = time.perf_counter()
+        run = subprocess.Popen([sys.executable, __file__, "--run", name], env=env, cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, preexec_fn=lambda: os.nice(10))
+        try:
+            out, err = run.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)                # the run and its kernel
+            err = f"no answer within {RUN_TIMEOUT} s\n" + run.communicate()[1]
+            continue
+        if run.returncode == 0:
+            result = json.loads(out.strip().splitlines()[-1])
+            result["seconds"] = round(time.perf_counter() - start, 1)
+            return result
+    raise RuntimeError(f"{name} at offset {offset} failed {ATTEMPTS} times:\n{err[-2000:]}")
 
 
 def swept_chapters() -> list[str]:
