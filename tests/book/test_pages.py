@@ -37,7 +37,8 @@ COMPOUND_QUERIES = {
 # Latin words allowed in the interface around the text (file types, key names, the book's
 # own English terms in its titles).
 LATIN_ALLOWED = {"pdf", "ipynb", "md", "ctrl", "k", "transformer", "ffn", "layernorm",
-                 "pre", "post", "norm", "gpt", "tinygpt", "relu", "gelu", "silu", "glu", "swiglu"}
+                 "pre", "post", "norm", "gpt", "tinygpt", "relu", "gelu", "silu", "glu", "swiglu",
+                 "qk"}
 
 
 def source_of(doc: str) -> Path:
