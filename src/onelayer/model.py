@@ -27,6 +27,8 @@ class GPTConfig:
     n_layers: int = 2
     block: BlockConfig = field(default_factory=BlockConfig)
     init: str = "gpt2"  # or "xavier", the setting of Xiong et al. 2020's analysis
+    position_table: bool = True  # False: no position embedding (position only leaks through
+                                 # the causal mask); a rotary block never has one
 
     def __post_init__(self) -> None:
         check_positive_int("vocab_size", self.vocab_size)
@@ -35,6 +37,7 @@ class GPTConfig:
         if not isinstance(self.block, BlockConfig):
             raise ValueError(f"block 应为 BlockConfig，实际为 {type(self.block).__name__}")
         check_choice("init", self.init, GPT_INITS)
+        check_flag("position_table", self.position_table)
 
 
 def gpt2_residual_std(n_layer: int, initializer_range: float = 0.02) -> float:
@@ -67,7 +70,8 @@ class TinyGPT(nn.Module):
         d = config.block.d_model
         self.tok = nn.Embedding(config.vocab_size, d)
         rotary = config.block.rope_theta is not None       # 位置由注意力里的旋转给出
-        self.pos = None if rotary else nn.Embedding(config.block_size, d)
+        table = config.position_table and not rotary
+        self.pos = nn.Embedding(config.block_size, d) if table else None
         self.drop = nn.Dropout(config.block.dropout)
         self.blocks = nn.ModuleList(TransformerBlock(config.block) for _ in range(config.n_layers))
         pre = config.block.norm_position == "pre"
@@ -104,8 +108,8 @@ class TinyGPT(nn.Module):
         return idx
 
     def position_embedding(self, positions: torch.Tensor) -> torch.Tensor | float:
-        """P[t] for each of ``positions`` [T], [T, d_model]; 0 when the attention rotates
-        queries and keys instead (no table)."""
+        """P[t] for each of ``positions`` [T], [T, d_model]; 0 when there is no table (the
+        attention rotates queries and keys instead, or ``position_table=False``)."""
         return 0.0 if self.pos is None else self.pos(positions)
 
     def hidden_states(self, idx: torch.Tensor) -> list[torch.Tensor]:
@@ -149,6 +153,7 @@ class TinyGPT(nn.Module):
         top_k: int | None = None,
         generator: torch.Generator | None = None,
         use_cache: bool = True,
+        top_p: float | None = None,
     ) -> list[int]:
         """Continue ``prompt`` (token ids) by sampling; temperature → 0 approaches greedy.
 
@@ -162,11 +167,7 @@ class TinyGPT(nn.Module):
             raise ValueError(f"提示长度应 ≤ block_size={cfg.block_size}，实际为 {len(prompt)}")
         check_positive_int("max_new_tokens", max_new_tokens)
         check_flag("use_cache", use_cache)
-        if not temperature > 0:
-            raise ValueError(f"temperature 应为正数，实际为 {temperature!r}")
-        if top_k is not None and not (isinstance(top_k, int) and 1 <= top_k <= cfg.vocab_size):
-            raise ValueError(
-                f"top_k 应为 1 到 vocab_size={cfg.vocab_size} 的整数，实际为 {top_k!r}")
+        check_sampling(temperature, top_k, top_p, cfg.vocab_size)
         was_training = self.training
         self.eval()
         tokens = list(prompt)
@@ -175,19 +176,50 @@ class TinyGPT(nn.Module):
         for _ in range(max_new_tokens):
             context = torch.tensor(tokens[-cfg.block_size:], device=device)
             if not use_cache:
-                logits = self(context)[-1] / temperature
+                logits = self(context)[-1]
             elif cache is None or len(cache) == cfg.block_size:     # 满了：位置要整体左移
                 cache = KVCache(len(self.blocks))
-                logits = self.cached_logits(context, cache)[-1] / temperature
+                logits = self.cached_logits(context, cache)[-1]
             else:                                                   # 只算新来的一个词元
-                logits = self.cached_logits(context[-1:], cache)[-1] / temperature
-            if top_k is not None:
-                kth = logits.topk(top_k).values[-1]
-                logits = logits.masked_fill(logits < kth, float("-inf"))
+                logits = self.cached_logits(context[-1:], cache)[-1]
+            logits = sampling_logits(logits, temperature, top_k, top_p)
             probs = logits.softmax(-1).to(generator.device if generator else device)
             tokens.append(torch.multinomial(probs, 1, generator=generator).item())
         self.train(was_training)
         return tokens
+
+
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None,
+                   vocab_size: int) -> None:
+    """temperature > 0; top_k an integer in [1, vocab_size]; top_p in (0, 1] (or None)."""
+    if not temperature > 0:
+        raise ValueError(f"temperature 应为正数，实际为 {temperature!r}")
+    if top_k is not None and not (type(top_k) is int and 1 <= top_k <= vocab_size):
+        raise ValueError(f"top_k 应为 1 到 vocab_size={vocab_size} 的整数，实际为 {top_k!r}")
+    if top_p is not None and not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
+        raise ValueError(f"top_p 应在 (0, 1] 之间，实际为 {top_p!r}")
+
+
+def sampling_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                    top_p: float | None = None) -> torch.Tensor:
+    """The scores a sampler draws from (softmax of the result), over the last dimension.
+
+    Divide by ``temperature``; top-k keeps the k highest scores; top-p (nucleus sampling,
+    Holtzman et al. 2020) keeps the fewest highest-probability tokens whose probabilities
+    add up to at least p. Every other score becomes −inf.
+    """
+    check_sampling(temperature, top_k, top_p, logits.shape[-1])
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True)
+        before = probs.cumsum(-1) - probs                 # 排在它前面的字的概率之和
+        drop_sorted = before >= top_p                     # 前面的已经凑够 p：不要
+        drop = torch.empty_like(drop_sorted).scatter_(-1, order, drop_sorted)  # 放回原来的顺序
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

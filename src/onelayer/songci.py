@@ -17,6 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from onelayer.checks import check_positive_int
+
 SONGCI_PATH = Path(__file__).resolve().parents[2] / "data" / "songci.jsonl"
 SEPARATOR = "："
 # A line ends at a comma, full stop, question or exclamation mark, semicolon, or at 、, which
@@ -24,6 +28,7 @@ SEPARATOR = "："
 # counts it as a break, and without it 满江红's 3 + 4 and a plain 7 would look the same.
 LINE_BREAKS = "，。？！、；"
 LOST = "□"  # the edition's mark for a character lost from the text
+END = "\n"  # ends each ci in a corpus: the model learns to stop
 
 
 @dataclass(frozen=True)
@@ -103,3 +108,80 @@ def _check_ci(ci: object) -> Ci:
     if not isinstance(ci, Ci):
         raise ValueError(f"应为一首词（Ci），实际为 {type(ci).__name__}：{ci!r:.40}")
     return ci
+
+
+@dataclass(frozen=True)
+class CharVocab:
+    """A character vocabulary: token i is ``chars[i]``; a character outside it is read as
+    ``UNKNOWN`` (the last token), so any text can be encoded."""
+
+    chars: str
+
+    UNKNOWN = "□"
+
+    def __post_init__(self) -> None:
+        if len(set(self.chars)) != len(self.chars) or not self.chars.endswith(self.UNKNOWN):
+            raise ValueError(f"chars 应为不重复的字、以 {self.UNKNOWN} 结尾，实际为 "
+                             f"{len(self.chars)} 个字，结尾 {self.chars[-1:]!r}")
+        object.__setattr__(self, "_index", {c: i for i, c in enumerate(self.chars)})
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        unknown = self._index[self.UNKNOWN]
+        return [self._index.get(c, unknown) for c in text]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        if any(not 0 <= i < len(self.chars) for i in ids):
+            raise ValueError(f"词元编号应在 [0, {len(self.chars)}) 内，实际为 {list(ids)[:8]}…")
+        return "".join(self.chars[i] for i in ids)
+
+
+def char_vocab(texts: Sequence[str], min_count: int = 1) -> CharVocab:
+    """Every character that occurs at least ``min_count`` times in ``texts`` (by frequency,
+    ties in code-point order), then the punctuation, "：" and the line break that ends a ci if
+    they are not in yet, then ``□`` for every other character."""
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"min_count 应为正整数，实际为 {min_count!r}")
+    counts = Counter("".join(texts))
+    kept = sorted((c for c, n in counts.items() if n >= min_count and c != CharVocab.UNKNOWN),
+                  key=lambda c: (-counts[c], c))
+    always = [c for c in LINE_BREAKS + SEPARATOR + END if c not in kept]
+    return CharVocab("".join(kept + always) + CharVocab.UNKNOWN)
+
+
+class CiCorpus:
+    """Ci end to end, each ``词牌：text`` followed by a line break, as token ids. A batch's
+    windows start where a ci starts — so position t of a window is position t of a ci, as when
+    the model writes one from its 词牌 — and wrap around at the end of the corpus."""
+
+    def __init__(self, cis: Sequence[Ci], vocab: CharVocab) -> None:
+        if not cis:
+            raise ValueError("cis 不能为空：至少要有 1 首词")
+        texts = [ci_text(ci) + END for ci in cis]
+        self.vocab = vocab
+        self.ids = torch.tensor(vocab.encode("".join(texts)))
+        lengths = torch.tensor([len(t) for t in texts])
+        self.starts = torch.cumsum(lengths, 0) - lengths       # 每首词的第一个字在哪里
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def windows(self, starts: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs x and next-token targets y [len(starts), seq_len] read from ``starts``."""
+        check_positive_int("seq_len", seq_len)
+        index = (starts[:, None] + torch.arange(seq_len + 1)) % len(self.ids)
+        rows = self.ids[index]
+        return rows[:, :-1], rows[:, 1:]
+
+    def batch(self, batch_size: int, seq_len: int, generator: torch.Generator
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``batch_size`` windows from the starts of ci drawn at random (with replacement)."""
+        check_positive_int("batch_size", batch_size)
+        pick = torch.randint(len(self.starts), (batch_size,), generator=generator)
+        return self.windows(self.starts[pick], seq_len)
+
+    def every_ci(self, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One window from the start of each ci, [len(self), seq_len]: the validation batch."""
+        return self.windows(self.starts, seq_len)

@@ -190,3 +190,92 @@ def train_lm(model: nn.Module, corpus: FactsCorpus, steps: int, lr: float = 1e-3
         adam.step(torch.autograd.grad(loss.sum(), params), step_lr)
         losses[:, step] = loss.detach()
     return losses if stacked else losses[0]
+
+
+def warmup_cosine(step: int, steps: int, warmup: int, floor: float = 0.1) -> float:
+    """The learning rate's factor at ``step`` (0-based) of ``steps``: up linearly over the first
+    ``warmup`` steps, then down along a half cosine to ``floor`` at the last step."""
+    if not 0 <= warmup < steps:
+        raise ValueError(f"warmup 应在 [0, steps={steps}) 内，实际为 {warmup!r}")
+    if step < warmup:
+        return (step + 1) / warmup
+    done = (step - warmup) / max(1, steps - 1 - warmup)              # 0 → 1
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, done)))
+
+
+def named_weights(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """(name, parameter) of a TinyGPT, or of a stack (one tensor per name, members on dim 0)."""
+    if hasattr(model, "per_member"):
+        return list(zip(model.names, model.weights))
+    return list(model.named_parameters())
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float = 0.1,
+          betas: tuple[float, float] = (0.9, 0.95)) -> torch.optim.AdamW:
+    """torch.optim.AdamW with weight decay on the matrices and embeddings only, not on biases
+    or norm gains (nanoGPT's grouping); β2 = 0.95 as GPT-3 and nanoGPT train."""
+    decay, keep = [], []
+    for name, p in named_weights(model):
+        if p.requires_grad:
+            norm = any(n in name for n in ("ln_1", "ln_2", "ln_f"))
+            (keep if norm or name.endswith("bias") else decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay},
+              {"params": keep, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas)
+
+
+def clip_gradients(model: nn.Module, max_norm: float) -> None:
+    """torch.nn.utils.clip_grad_norm_: scale the gradient down so that its norm is at most
+    ``max_norm``. A stack clips each member on its own norm, as each model alone would."""
+    if not hasattr(model, "per_member"):
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        return
+    weights = [w for w in model.weights if w.grad is not None]
+    norms = torch.stack([w.grad.pow(2).flatten(1).sum(1) for w in weights]).sum(0).sqrt()  # [M]
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    torch._foreach_mul_([w.grad for w in weights],
+                        [scale.view(-1, *[1] * (w.dim() - 1)) for w in weights])
+
+
+def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
+                batch_size: int, seq_len: int, seed: int | Sequence[int] = 0,
+                max_norm: float = 1.0, evaluate: Callable[[nn.Module], object] | None = None,
+                every: int | None = None, progress: Progress | None = None
+                ) -> tuple[torch.Tensor, dict[int, object]]:
+    """The training loop of a real language model, for a TinyGPT or a stack of them (one seed
+    each: a seed fixes a member's batches). AdamW, warm-up then cosine decay, gradient clipping.
+    Returns the training loss per step, [steps] (a stack: [members, steps]), and
+    ``evaluate(model)`` (in eval mode) at step 0, every ``every`` steps and after the last:
+    {step: result}."""
+    check_positive_int("steps", steps)
+    stacked = hasattr(model, "per_member")
+    seeds = _per_member("seed", seed, len(model)) if stacked else [seed]
+    generators = [torch.Generator().manual_seed(s) for s in seeds]
+    optimizer = adamw(model, lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_cosine(step, steps, warmup))
+    losses, evaluations = torch.empty(len(seeds), steps), {}
+    for step in (progress or iter)(range(steps + 1)):
+        if evaluate is not None and (step == steps or (every and step % every == 0)):
+            evaluations[step] = _evaluated(model, evaluate)
+        if step == steps:
+            break
+        batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
+        x, y = (torch.stack(t) for t in zip(*batches)) if stacked else batches[0]
+        loss = lm_loss(model(x), y)                   # 一叠模型：每个成员一个损失
+        optimizer.zero_grad()
+        loss.sum().backward()
+        clip_gradients(model, max_norm)
+        optimizer.step()
+        schedule.step()
+        losses[:, step] = loss.detach()
+    return (losses if stacked else losses[0]), evaluations
+
+
+def _evaluated(model: nn.Module, evaluate: Callable[[nn.Module], object]) -> object:
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        result = evaluate(model)
+    model.train(was_training)
+    return result

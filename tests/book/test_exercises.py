@@ -211,3 +211,23 @@ def test_rope_checker_names_the_mistake(capsys, wrong, hint):
 
     assert not check_rope(wrong)
     assert hint in capsys.readouterr().out
+
+
+def test_top_p_checker_passes_the_nucleus_and_names_mistakes(capsys):
+    from onelayer.book.exercises import check_top_p
+    from onelayer.model import sampling_logits
+
+    assert check_top_p(lambda z, p: sampling_logits(z, top_p=p))
+
+    def keep(z, p, rule):
+        probs, order = z.softmax(-1).sort(dim=-1, descending=True)
+        kept = rule(probs.cumsum(-1), probs, p)
+        drop = torch.empty_like(kept).scatter_(-1, order, ~kept)
+        return z.masked_fill(drop, float("-inf"))
+
+    capsys.readouterr()
+    assert not check_top_p(lambda z, p: keep(z, p, lambda total, probs, p: total <= p))
+    assert "少留一个" in capsys.readouterr().out
+    assert not check_top_p(lambda z, p: z.masked_fill(z.softmax(-1) < p, float("-inf")))
+    assert "单个字的概率门槛" in capsys.readouterr().out
+    assert not check_top_p(lambda z, p: keep(z, p, lambda total, probs, p: total - probs < 1 - p))

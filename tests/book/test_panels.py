@@ -598,3 +598,82 @@ def test_attention_map_panel_shows_attention_maps(browser):
         assert errors == [], errors
     finally:
         page.close()
+
+
+# ---- chapter 10: the model writes a ci in the page ----
+
+def random_songci_gpt():
+    """Chapter 10's model shape on a toy vocabulary, random weights (norms and biases too)."""
+    from onelayer.chapters.ch10_songci import songci_gpt_config
+    from onelayer.model import TinyGPT
+    from onelayer.songci import char_vocab
+
+    vocab = char_vocab(["浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？"])
+    torch.manual_seed(0)
+    model = TinyGPT(songci_gpt_config(vocab, 24)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.add_(0.3 * torch.randn_like(p) if "ln" in name or name.endswith("bias")
+                   else 2 * p)                      # 更尖的分布：写出来的字不全是随机的
+    return model, vocab
+
+
+def test_songci_writer_refuses_a_model_or_tune_it_cannot_use():
+    from onelayer.book.widgets.ch10_songci import songci_writer
+    from onelayer.chapters.ch10_songci import songci_gpt_config
+    from onelayer.model import TinyGPT
+
+    model, vocab = random_songci_gpt()
+    with pytest.raises(ValueError, match="词牌应由词表里的字组成"):
+        songci_writer(model, vocab, "鹧鸪天", (7, 7))
+    with pytest.raises(ValueError, match="pattern 应为正整数的句长"):
+        songci_writer(model, vocab, "浣溪沙", (7, 0))
+    blind = TinyGPT(songci_gpt_config(vocab, 24, position_table=False))
+    with pytest.raises(ValueError, match="位置嵌入表：无"):
+        songci_writer(blind, vocab, "浣溪沙", (7, 7))
+
+
+@pytest.mark.browser
+def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
+    import copy
+
+    from onelayer.book.widgets.ch10_songci import songci_writer
+    from onelayer.songci import Ci, line_lengths
+
+    model, vocab = random_songci_gpt()
+    half = copy.deepcopy(model)                      # 页面里存的是 float16 的权重
+    with torch.no_grad():
+        for p in half.parameters():
+            p.copy_(p.half().float())
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        panel = songci_writer(model, vocab, "浣溪沙", (7, 7, 7))
+        page.set_content(f"<!doctype html><html lang='zh-CN'><body>{panel._repr_html_()}"
+                         "</body></html>")
+        root = page.locator(".onelayer-panel[data-kind=songci][data-mounted]")
+        handle = root.element_handle()
+        for prompt in ("浣溪沙：", "浣溪沙：一曲新词",
+                       "浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳"):
+            ids = vocab.encode(prompt)
+            got = page.evaluate("([root, ids]) => onelayerPanels.gptForward(root.olpModel, ids)",
+                                [handle, ids])
+            with torch.no_grad():
+                expected = half(torch.tensor(ids))[-1].double()
+            assert torch.allclose(torch.tensor(got["logits"], dtype=torch.float64), expected,
+                                  rtol=1e-4, atol=1e-4), prompt
+        texts = set()
+        for name, value in (("temperature", 1.2), ("top_p", 0.6), ("seed", 7)):
+            page.evaluate(SET_CONTROL, [handle, name, value])
+            shown = page.evaluate(READ_PANEL, handle)[1]
+            written = "".join(root.locator(".olp-out li > span:first-child").all_inner_texts())
+            assert written not in texts, name                  # 每个控件都改变了写出的词
+            texts.add(written)
+            assert "□" not in written and set(written) <= set(vocab.chars)
+            lengths = [int(shown[f"line.{i}"][0]) for i in range(len(line_lengths(
+                Ci("", "", (written,)))))]
+            assert tuple(lengths) == line_lengths(Ci("", "", (written,)))
+        assert errors == [], errors
+    finally:
+        page.close()

@@ -9,6 +9,7 @@ import torch
 from onelayer import reference
 from onelayer.block import BlockConfig
 from onelayer.model import GPTConfig, KVCache, TinyGPT, gpt2_residual_std, lm_loss
+from onelayer.train import seeded
 
 
 def tiny(norm_position="pre", d_ff=None, n_layers=2, init="gpt2"):
@@ -191,3 +192,51 @@ def test_qwen_models_refuse_what_they_cannot_express():
         reference.qwen2_for_causal_lm(rotary())
     with pytest.raises(ValueError, match="Qwen3 要求 norm='rmsnorm'"):
         reference.qwen3_for_causal_lm(tiny())
+
+
+def test_sampling_logits_keeps_the_nucleus_and_the_top_k():
+    from onelayer.model import sampling_logits
+
+    z = torch.tensor([[2.0, 1.5, 1.0, 0.5, 0.0, -1.0], [0.0, 3.0, 0.0, 0.0, 0.0, 0.0]])
+    cumulative = z.softmax(-1).sort(-1, descending=True).values.cumsum(-1)
+    kept = torch.isfinite(sampling_logits(z, top_p=0.9)).sum(-1)
+    # 留下的是累计概率第一次达到 0.9 的那几个
+    assert kept.tolist() == [int((cumulative[i] < 0.9).sum()) + 1 for i in range(2)]
+    assert torch.equal(sampling_logits(z, top_p=1.0), z)
+    assert torch.isfinite(sampling_logits(z, top_p=1e-6)).sum(-1).tolist() == [1, 1]
+    assert torch.isfinite(sampling_logits(z, top_k=2)).sum(-1).tolist() == [2, 6]  # 并列都留下
+    assert torch.allclose(sampling_logits(z, temperature=0.5), z * 2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"temperature": 0.0}, "temperature 应为正数"),
+    ({"top_k": 7}, "top_k 应为 1 到 vocab_size=6"),
+    ({"top_p": 0.0}, r"top_p 应在 \(0, 1\]"),
+    ({"top_p": 1.5}, r"top_p 应在 \(0, 1\]"),
+])
+def test_sampling_logits_rejects_bad_settings(kwargs, message):
+    from onelayer.model import sampling_logits
+
+    with pytest.raises(ValueError, match=message):
+        sampling_logits(torch.zeros(6), **kwargs)
+
+
+def test_generate_with_top_p_one_is_plain_sampling():
+    with seeded(0):
+        model = TinyGPT(GPTConfig(vocab_size=11, block_size=8, block=BlockConfig(d_model=16)))
+    plain = model.generate([1, 2], 5, generator=torch.Generator().manual_seed(3))
+    nucleus = model.generate([1, 2], 5, top_p=1.0, generator=torch.Generator().manual_seed(3))
+    assert plain == nucleus
+
+
+def test_a_model_without_a_position_table_is_blind_to_order_but_for_the_mask():
+    config = GPTConfig(vocab_size=11, block_size=8, position_table=False,
+                       block=BlockConfig(d_model=16))
+    with seeded(0):
+        model = TinyGPT(config).eval()
+    assert model.pos is None and "pos.weight" not in dict(model.named_parameters())
+    with torch.no_grad():  # 第一个位置只看得见自己：它的输出与位置无关，只与词元有关
+        first = model(torch.tensor([[5, 1, 2], [5, 3, 4]]))[:, 0]
+    assert torch.allclose(first[0], first[1])
+    with pytest.raises(ValueError, match="position_table"):
+        GPTConfig(vocab_size=11, block_size=8, position_table="no")

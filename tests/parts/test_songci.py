@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import torch
 
 from onelayer.songci import (
     LOST,
@@ -135,3 +136,52 @@ def test_the_script_derives_the_same_file_from_the_package(tmp_path):
     out = tmp_path / "songci.jsonl"
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(out)], check=True, timeout=600)
     assert out.read_bytes() == SONGCI_PATH.read_bytes()
+
+
+# --- the model's view: a character vocabulary and windows from the start of each ci ---------
+
+from onelayer.songci import END, SEPARATOR, CharVocab, CiCorpus, char_vocab  # noqa: E402
+
+TOY = [Ci("浣溪沙", "甲", ("一曲新词酒一杯，", "去年天气旧亭台。")),
+       Ci("浣溪沙", "乙", ("一向年光有限身，", "等闲离别易销魂。"))]
+
+
+def test_char_vocab_orders_by_count_adds_punctuation_and_ends_with_unknown():
+    vocab = char_vocab([ci_text(ci) for ci in TOY], min_count=2)
+    assert vocab.chars[0] == "一"                      # 出现最多的字
+    assert set("浣溪沙年") <= set(vocab.chars) and "杯" not in vocab.chars
+    for c in "，。？！、；" + SEPARATOR + END:
+        assert c in vocab.chars
+    assert vocab.chars.endswith(CharVocab.UNKNOWN) and vocab.chars.count(CharVocab.UNKNOWN) == 1
+    assert vocab.decode(vocab.encode("一杯")) == "一□"   # 词表外的字读作 □
+
+
+@pytest.mark.parametrize("chars, message", [("一一□", "不重复"), ("一二", "以 □ 结尾")])
+def test_char_vocab_rejects_repeats_and_a_missing_unknown(chars, message):
+    with pytest.raises(ValueError, match=message):
+        CharVocab(chars)
+
+
+def test_char_vocab_rejects_bad_counts_and_ids():
+    with pytest.raises(ValueError, match="min_count 应为正整数"):
+        char_vocab(["一"], min_count=0)
+    with pytest.raises(ValueError, match=r"词元编号应在 \[0, 2\) 内"):
+        CharVocab("一□").decode([2])
+
+
+def test_ci_corpus_windows_start_at_a_ci_and_wrap_around():
+    vocab = char_vocab([ci_text(ci) for ci in TOY])
+    corpus = CiCorpus(TOY, vocab)
+    assert len(corpus) == 2 and corpus.starts.tolist() == [0, len(ci_text(TOY[0])) + 1]
+    x, y = corpus.every_ci(seq_len=20)
+    assert x.shape == y.shape == (2, 20)
+    assert vocab.decode(x[1].tolist()).startswith("浣溪沙：一向")
+    assert torch.equal(x[:, 1:], y[:, :-1])          # 目标是输入左移一位
+    x, _ = corpus.every_ci(seq_len=26)                # 第二首读完，接着读第一首（绕回开头）
+    assert vocab.decode(x[1].tolist()).endswith("。" + END + "浣溪沙：一")
+    bx, by = corpus.batch(8, 12, torch.Generator().manual_seed(0))
+    assert bx.shape == (8, 12) and set(bx[:, 0].tolist()) == {vocab.encode("浣")[0]}
+    with pytest.raises(ValueError, match="cis 不能为空"):
+        CiCorpus([], vocab)
+    with pytest.raises(ValueError, match="seq_len"):
+        corpus.every_ci(0)

@@ -138,3 +138,74 @@ def test_experiment_seeds_follow_the_offset(monkeypatch):
         monkeypatch.setenv("ONELAYER_SEED_OFFSET", bad)
         with pytest.raises(ValueError, match="ONELAYER_SEED_OFFSET 应为非负整数"):
             experiment_seeds(2)
+
+
+# --- the AdamW loop of chapter 10 -------------------------------------------------------------
+
+def test_warmup_cosine_ramps_up_then_decays_to_the_floor():
+    from onelayer.train import warmup_cosine
+
+    factors = [warmup_cosine(s, 100, 20) for s in range(100)]
+    assert factors[0] == pytest.approx(1 / 20) and factors[19] == factors[20] == 1.0
+    assert factors[-1] == pytest.approx(0.1)
+    assert all(a >= b for a, b in zip(factors[20:], factors[21:]))   # 预热之后只降不升
+    assert warmup_cosine(0, 10, 0) == 1.0
+    with pytest.raises(ValueError, match="warmup 应在"):
+        warmup_cosine(0, 10, 10)
+
+
+def test_adamw_decays_matrices_and_embeddings_only():
+    from onelayer.train import adamw
+
+    with seeded(0):
+        model = TinyGPT(GPTConfig(vocab_size=7, block_size=4, block=BlockConfig(d_model=8)))
+    decay, keep = adamw(model, 1e-3).param_groups
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert decay["weight_decay"] == 0.1 and keep["weight_decay"] == 0.0
+    assert {names[id(p)] for p in keep["params"]} == {
+        n for n, _ in model.named_parameters() if n.endswith("bias") or ".ln_" in n or "ln_f" in n}
+    assert "tok.weight" in {names[id(p)] for p in decay["params"]}
+
+
+def test_a_stack_trained_with_adamw_is_its_members_trained_alone():
+    """Each member of a stack gets its own batches, its own clipping and AdamW: member i ends
+    where a TinyGPT trained alone from the same seed ends."""
+    from onelayer.stack import TinyGPTStack
+    from onelayer.train import train_adamw
+
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    config = GPTConfig(len(corpus.vocab), 8, block=BlockConfig(d_model=16, n_heads=2))
+    members = []
+    for seed in (0, 1):
+        with seeded(seed):
+            members.append(TinyGPT(config))
+    stack = TinyGPTStack(members)
+    settings = dict(steps=6, lr=3e-2, warmup=2, batch_size=4, seq_len=8, max_norm=0.05)
+    stack_losses, _ = train_adamw(stack, corpus, seed=[10, 11], **settings)
+    for i, seed in enumerate((10, 11)):
+        alone_losses, evaluations = train_adamw(members[i], corpus, seed=seed, every=3,
+                                                evaluate=lambda m: m.training, **settings)
+        assert torch.allclose(stack_losses[i], alone_losses, atol=1e-5)
+        assert evaluations == {0: False, 3: False, 6: False}       # 评估时在验证模式
+        assert members[i].training
+        for name, w in zip(stack.names, stack.weights):
+            # 键的偏置不影响 softmax，梯度只是舍入误差，Adam 把它放大到 1e-5 上下
+            assert torch.allclose(w[i], dict(members[i].named_parameters())[name], atol=1e-4)
+
+
+def test_clip_gradients_clips_each_member_to_its_own_norm():
+    from onelayer.stack import TinyGPTStack
+    from onelayer.train import clip_gradients
+
+    config = GPTConfig(vocab_size=7, block_size=4, block=BlockConfig(d_model=8))
+    members = []
+    for seed in (0, 1):
+        with seeded(seed):
+            members.append(TinyGPT(config))
+    stack = TinyGPTStack(members)
+    for w in stack.weights:
+        w.grad = torch.ones_like(w) * torch.tensor([1.0, 1e-4]).view(-1, *[1] * (w.dim() - 1))
+    clip_gradients(stack, 1.0)
+    norms = torch.stack([w.grad.pow(2).flatten(1).sum(1) for w in stack.weights]).sum(0).sqrt()
+    assert norms[0] == pytest.approx(1.0, rel=1e-4)       # 大的裁到 1
+    assert norms[1] < 0.1                                 # 小的不动

@@ -233,6 +233,39 @@ def check_top_k(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
     return _report(True, "三种形状、三个 k 下都与 generate() 的 top-k 过滤一致。")
 
 
+# 第 10 章：核采样（top-p）前的过滤
+def check_top_p(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> bool:
+    """Chapter 10: ``fn(logits, p)`` should keep, over the last dimension, the fewest
+    highest-probability tokens whose probabilities add up to at least p, and set every other
+    score to -inf (``onelayer.model.sampling_logits(logits, top_p=p)``)."""
+    def finite(t: torch.Tensor) -> torch.Tensor:
+        return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
+
+    generator = torch.Generator().manual_seed(11)
+    for shape, p in [((8,), 0.9), ((4, 10), 0.5), ((2, 3, 7), 0.75)]:
+        z = torch.randn(shape, generator=generator) * 2
+        probs, order = z.softmax(-1).sort(dim=-1, descending=True)
+        total = probs.cumsum(-1)
+
+        def keep_sorted(mask_sorted: torch.Tensor, z: torch.Tensor = z,
+                        order: torch.Tensor = order) -> torch.Tensor:
+            drop = torch.empty_like(mask_sorted).scatter_(-1, order, ~mask_sorted)
+            return finite(z.masked_fill(drop, float("-inf")))
+
+        mistakes = [
+            (keep_sorted(total <= p),
+             "用 “累计概率 ≤ p” 会少留一个：要留下让累计概率第一次达到 p 的那个字。"),
+            (finite(z.masked_fill(z.softmax(-1) < p, float("-inf"))),
+             "p 不是单个字的概率门槛，而是留下的字的概率之和。"),
+        ]
+        problem = _judge(lambda z, p: finite(fn(z.clone(), p)), (z, p),
+                         keep_sorted(total - probs < p), f"输入形状 {list(z.shape)}、p = {p} ",
+                         mistakes, "按概率从大到小排好，逐个累加，够 p 为止；其余设为 -inf。")
+        if problem:
+            return _report(False, problem)
+    return _report(True, "三种形状、三个 p 下都与 sampling_logits(…, top_p=p) 一致。")
+
+
 # 第 5 章：因果自注意力的一个头
 def check_causal_attention(fn: Callable[..., torch.Tensor]) -> bool:
     """Chapter 5: ``fn(q, k, v)`` should compute softmax(q·kᵀ/√d_k + M)·v with the causal

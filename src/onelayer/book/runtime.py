@@ -67,3 +67,13 @@ def show_glued(*names: str, prefix: str | None = None) -> None:
     if prefix is not None:
         names += tuple(name for name in _glued if name.startswith(prefix))
     print("，".join(f"{name} = {_glued[name]}" for name in names))
+
+
+def show_source(function: Any) -> None:
+    """Show the source of a ``onelayer`` function as a highlighted code block: the code the
+    chapter runs, read where it is defined (not a copy that could drift from it)."""
+    import inspect
+
+    from IPython.display import Markdown
+
+    display(Markdown(f"```python\n{inspect.getsource(function)}```"))

@@ -16,7 +16,8 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent
 KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt", "attention", "attnmap",
-         "rope")
+         "rope", "songci")
+NEEDS = {"songci": ("gpt.js",)}  # a kind that builds on another's functions
 
 
 def asset(name: str) -> str:
@@ -45,7 +46,8 @@ class PagePanel:
 
     def _repr_html_(self) -> str:
         data = _inline(json.dumps(self.data, ensure_ascii=False, separators=(",", ":")))
-        script = _inline(asset("common.js") + asset(f"{self.kind}.js"))
+        files = ("common.js", *NEEDS.get(self.kind, ()), f"{self.kind}.js")
+        script = _inline("".join(asset(name) for name in files))
         pid = self.element_id
         return (
             f"<style>{asset('panel.css')}</style>\n"

@@ -4,11 +4,29 @@
   const P = window.onelayerPanels, { el, num, slider, fmt } = P.ui;
   const { ACTIVATIONS, mean } = P.math;
 
-  // 权重以 float32 的字节（base64）存放：与 PyTorch 中的数逐位相同。
-  function floats(b64) {
+  // 权重以 float32（与 PyTorch 中的数逐位相同）或 float16（小一半）的字节（base64）存放。
+  function floats(b64, dtype) {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-    return Array.from(new Float32Array(bytes.buffer));
+    if (dtype !== "float16") return Array.from(new Float32Array(bytes.buffer));
+    return Array.from(new Uint16Array(bytes.buffer), (h) => {
+      const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+      if (exp === 0) return sign * frac * 2 ** -24;                      // 非规格化数
+      if (exp === 31) return frac ? NaN : sign * Infinity;
+      return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+    });
   }
+  // 页面数据里的模型：把每个 base64 字符串解成数组（按 model.dtype）
+  P.gptModel = function (model) {
+    const decode = (b64) => floats(b64, model.dtype);
+    for (const key of ["tok", "pos"]) model[key] = decode(model[key]);
+    const unpack = (o) => { for (const [k, v] of Object.entries(o)) if (typeof v === "string") o[k] = decode(v); };
+    for (const b of model.blocks) {
+      for (const part of [b.ln_1, b.ln_2, b.attn.qkv, b.attn.proj, b.w1, b.w2]) unpack(part);
+    }
+    if (model.ln_f) unpack(model.ln_f);
+    model.vocab = Array.from(model.vocab);
+    return model;
+  };
   // y = W·x + b，W 按 nn.Linear 的 [输出, 输入] 存放
   function linear(x, lin) {
     const out = new Array(lin.out);
@@ -96,30 +114,29 @@
     }
     return { ids: chars.map((c) => model.vocab.indexOf(c)) };
   };
-  // 温度与 top-k 之后的概率（与 TinyGPT.generate 的做法相同）
-  P.gptProbs = function (logits, temperature, topK) {
+  // 温度、top-k 与核采样（top-p）之后的概率（与 onelayer.model.sampling_logits 的做法相同）
+  P.gptProbs = function (logits, temperature, topK, topP = 1) {
     const scaled = logits.map((z) => z / temperature);
-    const kth = [...scaled].sort((a, b) => b - a)[topK - 1];
-    return softmax(scaled.map((z) => (z < kth ? -Infinity : z)));
+    const kth = [...scaled].sort((a, b) => b - a)[Math.min(topK, scaled.length) - 1];
+    const probs = softmax(scaled.map((z) => (z < kth ? -Infinity : z)));
+    if (topP >= 1) return probs;
+    const order = probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]);
+    const keep = new Array(probs.length).fill(false);
+    let before = 0;                                   // 排在它前面的字的概率之和
+    for (const [p, i] of order) { if (before >= topP) break; keep[i] = true; before += p; }
+    return softmax(scaled.map((z, i) => (keep[i] && z >= kth ? z : -Infinity)));
   };
-  function mulberry32(seed) {
+  const mulberry32 = P.mulberry32 = function (seed) {
     return function () {
       seed |= 0; seed = (seed + 0x6d2b79f5) | 0;
       let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
       t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
-  }
+  };
 
   P.kinds.gpt = function (root, data) {
-    const model = data.model;
-    for (const key of ["tok", "pos"]) model[key] = floats(model[key]);
-    const unpack = (o) => { for (const [k, v] of Object.entries(o)) if (typeof v === "string") o[k] = floats(v); };
-    for (const b of model.blocks) {
-      for (const part of [b.ln_1, b.ln_2, b.attn.qkv, b.attn.proj, b.w1, b.w2]) unpack(part);
-    }
-    if (model.ln_f) unpack(model.ln_f);
-    model.vocab = Array.from(model.vocab);
+    const model = P.gptModel(data.model);
     root.olpModel = model;  // 测试用：页面里的模型
 
     const text = el("input", { type: "text", value: data.prompt, "data-control": "prompt", size: 12,

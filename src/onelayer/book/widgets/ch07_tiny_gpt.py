@@ -18,6 +18,7 @@ from onelayer.book.plotting import new_figure, show_with_alt
 from onelayer.book.widgets.frames import frame_player
 from onelayer.book.widgets.live import live_output
 from onelayer.chapters.ch07_tiny_gpt import attention_maps
+from onelayer.checks import check_choice
 from onelayer.data import FactsCorpus
 from onelayer.model import TinyGPT
 from onelayer.probes import evaluating
@@ -81,49 +82,58 @@ def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
     return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])
 
 
-def _float32_base64(t: torch.Tensor) -> str:
-    """The tensor's float32 values, row-major, little-endian, as base64 (exact, and smaller
-    than decimal text)."""
-    return base64.b64encode(t.detach().to(torch.float32).contiguous().numpy().astype("<f4")
-                            .tobytes()).decode("ascii")
+def _base64(t: torch.Tensor, dtype: str) -> str:
+    """The tensor's values, row-major, little-endian, as base64: float32 (exact, and smaller
+    than decimal text) or float16 (half the bytes; rounds each weight to 11 significant bits)."""
+    kind = {"float32": "<f4", "float16": "<f2"}[dtype]
+    return base64.b64encode(t.detach().to(getattr(torch, dtype)).contiguous().numpy()
+                            .astype(kind).tobytes()).decode("ascii")
 
 
-def _linear(layer: nn.Linear) -> dict:
-    return {"in": layer.in_features, "out": layer.out_features, "W": _float32_base64(layer.weight),
-            "b": _float32_base64(layer.bias) if layer.bias is not None else None}
+def gpt_model_data(model: TinyGPT, vocab: Sequence[str], dtype: str = "float32") -> dict:
+    """What ``panels/gpt.js`` needs to run ``model``: its sizes, vocabulary and weights (in
+    ``dtype``, "float32" or "float16"). The model must be a LayerNorm, ungated TinyGPT with a
+    position table, an FFN in every block and one token per entry of ``vocab``."""
+    cfg = model.config
+    block_cfg = cfg.block
+    if block_cfg.norm != "layernorm" or block_cfg.gated or cfg.vocab_size != len(vocab) \
+            or model.pos is None:
+        raise ValueError("页面里的模型应为 LayerNorm、非门控、有位置嵌入表的 TinyGPT，"
+                         "词表与语料相同；"
+                         f"实际为 norm={block_cfg.norm!r}，gated={block_cfg.gated}，"
+                         f"位置嵌入表：{'有' if model.pos is not None else '无'}，"
+                         f"vocab_size={cfg.vocab_size}（语料词表 {len(vocab)} 个字）")
+    if any(block.mlp is None for block in model.blocks):
+        raise ValueError("页面里的模型的每一块都应有 FFN（d_ff > 0），实际有一块没有")
+    check_choice("dtype", dtype, ("float32", "float16"))
 
+    def linear(layer: nn.Linear) -> dict:
+        return {"in": layer.in_features, "out": layer.out_features,
+                "W": _base64(layer.weight, dtype),
+                "b": _base64(layer.bias, dtype) if layer.bias is not None else None}
 
-def _layer_norm(norm: nn.Module) -> dict:
-    return {"eps": norm.eps, "weight": _float32_base64(norm.weight),
-            "bias": _float32_base64(norm.bias) if norm.bias is not None else None}
+    def layer_norm(norm: nn.Module) -> dict:
+        return {"eps": norm.eps, "weight": _base64(norm.weight, dtype),
+                "bias": _base64(norm.bias, dtype) if norm.bias is not None else None}
+
+    blocks = [{"ln_1": layer_norm(b.ln_1), "ln_2": layer_norm(b.ln_2),
+               "attn": {"qkv": linear(b.attn.qkv), "proj": linear(b.attn.proj)},
+               "w1": linear(b.mlp.w1), "w2": linear(b.mlp.w2)} for b in model.blocks]
+    return {"d": block_cfg.d_model, "n_heads": block_cfg.n_heads, "dtype": dtype,
+            "block_size": cfg.block_size, "activation": block_cfg.activation,
+            "norm_position": block_cfg.norm_position, "vocab": "".join(vocab),
+            "tok": _base64(model.tok.weight, dtype), "pos": _base64(model.pos.weight, dtype),
+            "blocks": blocks,
+            "ln_f": None if isinstance(model.ln_f, nn.Identity) else layer_norm(model.ln_f)}
 
 
 def gpt_panel_data(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃") -> dict:
-    """What the page needs to run ``model``: its sizes, vocabulary and float32 weights, and
-    the fact table (to mark the right answer)."""
-    cfg = model.config
-    block_cfg = cfg.block
-    if block_cfg.norm != "layernorm" or block_cfg.gated or cfg.vocab_size != len(corpus.vocab):
-        raise ValueError("页面里的模型应为 LayerNorm、非门控的 TinyGPT，词表与语料相同；实际为 "
-                         f"norm={block_cfg.norm!r}，gated={block_cfg.gated}，"
-                         f"vocab_size={cfg.vocab_size}（语料词表 {len(corpus.vocab)} 个字）")
-    if any(block.mlp is None for block in model.blocks):
-        raise ValueError("页面里的模型的每一块都应有 FFN（d_ff > 0），实际有一块没有")
+    """What the page needs to run ``model`` (float32 weights) and the fact table (to mark the
+    right answer)."""
+    model_data = gpt_model_data(model, corpus.vocab)
     corpus.encode(prompt)  # ValueError for characters outside the vocabulary
-    blocks = [{"ln_1": _layer_norm(b.ln_1), "ln_2": _layer_norm(b.ln_2),
-               "attn": {"qkv": _linear(b.attn.qkv), "proj": _linear(b.attn.proj)},
-               "w1": _linear(b.mlp.w1), "w2": _linear(b.mlp.w2)} for b in model.blocks]
-    ln_f = None if isinstance(model.ln_f, nn.Identity) else _layer_norm(model.ln_f)
-    return {
-        "prompt": prompt,
-        "facts": {s + r: o for (s, r), o in corpus.facts.items()},
-        "model": {"d": block_cfg.d_model, "n_heads": block_cfg.n_heads,
-                  "block_size": cfg.block_size, "activation": block_cfg.activation,
-                  "norm_position": block_cfg.norm_position, "vocab": corpus.vocab,
-                  "tok": _float32_base64(model.tok.weight),
-                  "pos": _float32_base64(model.pos.weight),
-                  "blocks": blocks, "ln_f": ln_f},
-    }
+    return {"prompt": prompt, "facts": {s + r: o for (s, r), o in corpus.facts.items()},
+            "model": model_data}
 
 
 def tiny_gpt_in_page(model: TinyGPT, corpus: FactsCorpus, prompt: str = "猫吃") -> PagePanel:

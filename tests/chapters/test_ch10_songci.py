@@ -1,0 +1,100 @@
+"""Chapter 10's experiments (onelayer.chapters.ch10_songci) on a toy corpus."""
+
+import pytest
+import torch
+
+from onelayer.chapters.ch10_songci import (
+    Bigram,
+    bpe_tokenizer,
+    format_share,
+    sample_ci,
+    songci_gpt_config,
+    tokens_per_line,
+    train_songci_models,
+    tune_subset,
+)
+from onelayer.model import TinyGPT
+from onelayer.songci import CharVocab, Ci, CiCorpus, char_vocab, ci_text
+from onelayer.stack import TinyGPTStack
+from onelayer.train import seeded
+
+TOY = [Ci("浣溪沙", "甲", ("一曲新词酒一杯，", "去年天气旧亭台。")),
+       Ci("浣溪沙", "乙", ("一向年光有限身，", "等闲离别易销魂。")),
+       Ci("西江月", "丙", ("明月别枝□鹊，", "清风半夜鸣蝉。"))]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    cis = tune_subset(TOY, ["浣溪沙"])
+    return CiCorpus(cis, char_vocab([ci_text(ci) for ci in cis]))
+
+
+def test_tune_subset_drops_lost_characters_and_unknown_tunes():
+    assert [ci.author for ci in tune_subset(TOY, ["浣溪沙", "西江月"])] == ["甲", "乙"]
+    with pytest.raises(ValueError, match="tunes 应为语料里有的词牌"):
+        tune_subset(TOY, ["水调歌头"])
+
+
+def test_bigram_rows_are_distributions_between_counts_and_unigram(corpus):
+    bigram = Bigram.count(corpus)
+    assert bigram.pairs.sum() == len(corpus.ids) - 1
+    for k in (0.1, 10.0):
+        assert torch.allclose(bigram.probs(k).sum(1), torch.ones(len(corpus.vocab)).double())
+    a, b = corpus.vocab.encode("浣溪")
+    raw = bigram.pairs[a, b] / bigram.pairs[a].sum()
+    assert bigram.probs(1e-9)[a, b] == pytest.approx(raw.item())       # k → 0：原始计数
+    assert torch.allclose(bigram.probs(1e9)[a], bigram.unigram, atol=1e-6)  # k → ∞：一元语法
+    x, y = corpus.every_ci(8)
+    assert bigram.loss(x, y, 1.0) == pytest.approx(-bigram.probs(1.0)[x, y].log().mean().item())
+    assert bigram.unigram_loss(y) > bigram.loss(x, y, 1.0)
+    with pytest.raises(ValueError, match="平滑强度 k 应为正数"):
+        bigram.probs(0)
+
+
+def test_bigram_samples_never_write_the_unknown_mark(corpus):
+    texts = Bigram.count(corpus).sample(corpus.vocab, "浣溪沙：", 20, 30, 0.5,
+                                        torch.Generator().manual_seed(0))
+    assert len(texts) == 20 and not any(CharVocab.UNKNOWN in t or "\n" in t for t in texts)
+
+
+def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):
+    members = []
+    for seed in (0, 1):
+        with seeded(seed):
+            members.append(TinyGPT(songci_gpt_config(corpus.vocab, 12)))
+    written = sample_ci(TinyGPTStack(members), corpus.vocab, "浣溪沙", 3,
+                        generator=torch.Generator().manual_seed(0))
+    assert [len(texts) for texts in written] == [3, 3]
+    assert all(len(t) <= 12 - 4 and "\n" not in t and CharVocab.UNKNOWN not in t
+               for texts in written for t in texts)
+    alone = sample_ci(members[0], corpus.vocab, "浣溪沙", 2, top_p=0.5,
+                      generator=torch.Generator().manual_seed(0))
+    assert len(alone) == 1 and len(alone[0]) == 2
+
+
+def test_format_share_counts_exact_patterns():
+    texts = ["一二三，四五六。", "一二三，四五。", "一二三四五六。"]
+    assert format_share(texts, (3, 3)) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="texts 不能为空"):
+        format_share([], (7,))
+
+
+def test_train_songci_models_measures_loss_and_share_at_every_step(corpus):
+    runs = train_songci_models(corpus, corpus, seeds=(0, 1), steps=4, tune="浣溪沙",
+                               pattern=(7, 7), every=2, batch_size=2, seq_len=12, samples=2,
+                               warmup=1)
+    assert runs.train_loss.shape == (2, 4) and sorted(runs.share) == [0, 2, 4]
+    assert runs.valid_loss[4].shape == runs.share[4].shape == (2,)
+    assert (runs.valid_loss[4] < runs.valid_loss[0]).all()
+    blind = train_songci_models(corpus, corpus, seeds=(0,), steps=1, tune="浣溪沙",
+                                pattern=(7, 7), position_table=False, every=1, batch_size=2,
+                                seq_len=12, samples=1, warmup=0)
+    assert "pos.weight" not in blind.stack.names
+
+
+def test_bpe_counts_tokens_per_line():
+    texts = ["一曲新词酒一杯", "一曲新词酒一杯", "去年天气旧亭台"] * 5
+    tokenizer = bpe_tokenizer(texts, 300)
+    counts = tokens_per_line(tokenizer, ["一曲新词酒一杯", "无"])
+    assert counts[0] < 7 * 3                     # 常见的字合并了：少于 21 个字节
+    assert 1 < counts[1] <= 3                    # 没见过的字：仍是几个字节（最多 3 个）
