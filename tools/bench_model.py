@@ -21,7 +21,7 @@ from onelayer.chapters.ch07_tiny_gpt import FACTS_BATCH, facts_gpt_config
 from onelayer.data import FactsCorpus, facts_corpus
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.reference import gpt2_lm_head_model
-from onelayer.train import train_lm
+from onelayer.train import train_adamw, train_lm
 
 
 def step_timer(forward, params, x, y, steps: int = 10):
@@ -72,6 +72,26 @@ def training_throughput(config: GPTConfig, corpus: FactsCorpus, runs: int,
           f"{statistics.median(rates):,.0f} 词元/秒")
 
 
+def songci_throughput(runs: int, steps: int = 20, members: int = 5) -> None:
+    """Tokens per second of chapter 10's training: ``members`` models trained side by side with
+    ``train_adamw`` on 浣溪沙 (batches, forward, backward, clipping and AdamW), median."""
+    from onelayer.chapters.ch10_songci import BATCH_SIZE, SEQ_LEN, songci_gpt_config, tune_subset
+    from onelayer.songci import CiCorpus, char_vocab, ci_text, load_songci, split_by_ci
+    from onelayer.stack import TinyGPTStack
+
+    cis = tune_subset(split_by_ci(load_songci())[0], ["浣溪沙"])
+    vocab = char_vocab([ci_text(ci) for ci in cis], min_count=3)
+    corpus = CiCorpus(cis, vocab)
+    rates = []
+    for _ in range(runs):
+        stack = TinyGPTStack([TinyGPT(songci_gpt_config(vocab, SEQ_LEN)) for _ in range(members)])
+        start = time.perf_counter()
+        train_adamw(stack, corpus, steps, 3e-3, 5, BATCH_SIZE, SEQ_LEN, seed=list(range(members)))
+        rates.append(steps * members * BATCH_SIZE * SEQ_LEN / (time.perf_counter() - start))
+    print(f"第 10 章的训练（train_adamw，{members} 个模型并排，{runs} 次的中位数）："
+          f"{statistics.median(rates):,.0f} 词元/秒")
+
+
 def kv_cache_speedup(runs: int, lengths: tuple[int, ...] = (64, 128, 256)) -> None:
     """Seconds to generate a sequence of T tokens from a 1-token prompt, with and without the
     KV cache (alternately, median of ``runs``), and their ratio; the tokens must agree."""
@@ -115,6 +135,7 @@ def main() -> None:
                        block=BlockConfig(d_model=128, n_heads=4, fused=True))
     compare("更大一些的配置", larger, 8, args.runs)
     training_throughput(chapter, corpus, args.runs)
+    songci_throughput(min(args.runs, 3))
     kv_cache_speedup(args.runs)
 
 

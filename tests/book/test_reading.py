@@ -48,12 +48,15 @@ TAUGHT_IN = {
     # 9 today's layer: rotary positions, grouped-query attention, QK-norm
     "rope_frequencies": 9, "rope_angles": 9, "rotate_half": 9, "apply_rope": 9,
     "apply_rope_interleaved": 9, "interleaved_to_half": 9, "repeat_kv": 9,
+    # 10 宋词: the corpus, characters as tokens, the AdamW loop, top-p sampling
+    "train_adamw": 10, "warmup_cosine": 10, "sampling_logits": 10,
 }
 # Whole modules: a chapter's experiments and panels serve that chapter (and later ones).
 CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")
-# Whole modules: the activation functions (chapter 2) and the book's machinery.
+# Whole modules: the activation functions (chapter 2), the 宋词 corpus (chapter 10) and the
+# book's machinery.
 TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.exercises": 0,
-                  "onelayer.book.runtime": 0}
+                  "onelayer.book.runtime": 0, "onelayer.songci": 10}
 
 
 def cells(path: Path) -> list[dict]:

@@ -24,6 +24,8 @@ from onelayer.songci import END, LOST, SEPARATOR, CharVocab, Ci, CiCorpus, line_
 from onelayer.stack import TinyGPTStack
 from onelayer.train import Progress, seeded, train_adamw
 
+BATCH_SIZE, SEQ_LEN = 16, 56  # the chapter's batches: 16 windows of 56 characters
+
 
 def tune_subset(cis: Sequence[Ci], tunes: Sequence[str]) -> list[Ci]:
     """The ci of ``tunes`` that have no lost character, in the corpus's order."""
@@ -129,8 +131,8 @@ class SongciRuns:
 
 def train_songci_models(train: CiCorpus, valid: CiCorpus, seeds: Sequence[int], steps: int,
                         tune: str, pattern: tuple[int, ...], position_table: bool = True,
-                        lr: float = 3e-3, warmup: int = 20, batch_size: int = 16,
-                        seq_len: int = 56, every: int = 50, samples: int = 16,
+                        lr: float = 3e-3, warmup: int = 20, batch_size: int = BATCH_SIZE,
+                        seq_len: int = SEQ_LEN, every: int = 50, samples: int = 16,
                         progress: Progress | None = None) -> SongciRuns:
     """One model per seed (built from that seed; batches from seed + 1000), trained with
     ``train_adamw``; every ``every`` steps the validation loss on every validation ci and
