@@ -55,6 +55,15 @@ def test_bigram_samples_never_write_the_unknown_mark(corpus):
     texts = Bigram.count(corpus).sample(corpus.vocab, "浣溪沙：", 20, 30, 0.5,
                                         torch.Generator().manual_seed(0))
     assert len(texts) == 20 and not any(CharVocab.UNKNOWN in t or "\n" in t for t in texts)
+    bigram = Bigram.count(corpus)
+    cold = bigram.sample(corpus.vocab, "浣溪沙：", 20, 30, 0.5,
+                         torch.Generator().manual_seed(0), temperature=0.02)
+    probs = bigram.probs(0.5)
+    for text in cold:                           # 温度很低：每一步都选（并列）最可能的字
+        ids = corpus.vocab.encode("：" + text)
+        assert all(probs[a, b] == probs[a].max() for a, b in zip(ids, ids[1:]))
+    with pytest.raises(ValueError, match="temperature 应为正数"):
+        Bigram.count(corpus).sample(corpus.vocab, "浣", 1, 3, 0.5, None, temperature=0)
 
 
 def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):

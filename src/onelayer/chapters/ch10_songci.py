@@ -65,10 +65,13 @@ class Bigram:
         return -self.unigram[y].log().mean().item()
 
     def sample(self, vocab: CharVocab, prompt: str, n: int, max_len: int, k: float,
-               generator: torch.Generator) -> list[str]:
-        """``n`` ci written character by character from the last one, up to the line break
-        (never □: it stands for any rare character, not one that can be written)."""
-        probs = self.probs(k).float()
+               generator: torch.Generator, temperature: float = 1.0) -> list[str]:
+        """``n`` ci written character by character from the last one, up to the line break,
+        at ``temperature`` (probabilities raised to 1/temperature, as dividing logits by it);
+        never □: it stands for any rare character, not one that can be written."""
+        if not temperature > 0:
+            raise ValueError(f"temperature 应为正数，实际为 {temperature!r}")
+        probs = self.probs(k).pow(1 / temperature).float()
         probs[:, vocab.encode(CharVocab.UNKNOWN)[0]] = 0.0
         last = torch.full((n,), vocab.encode(prompt)[-1])
         written = []

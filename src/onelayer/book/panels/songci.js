@@ -44,12 +44,12 @@
     const pattern = data.pattern;
     const temp = slider({ name: "temperature", label: "温度 τ", min: 0.3, max: 1.5, step: 0.05,
                           value: 0.8, text: (v) => v.toFixed(2) }, draw);
-    const topP = slider({ name: "top_p", label: "top-p", min: 0.5, max: 1, step: 0.05, value: 0.95,
+    const topP = slider({ name: "top_p", label: "top-p", min: 0.5, max: 1, step: 0.05, value: 1,
                           text: (v) => v.toFixed(2) }, draw);
     const seed = slider({ name: "seed", label: "随机种子", min: 0, max: 50, step: 1, value: 0 }, draw);
     const out = el("div", { class: "olp-out", "aria-live": "polite" });
     root.append(el("p", { class: "olp-note", text: `上面训练好的模型（第一个种子），权重以 float16 存进页面，在浏览器里运行：`
-                                                  + `从“${data.tune}：”开始一个字一个字地写，直到它写出换行。每句后面是它的字数，与格式 ${pattern.join("·")} 对照。` }),
+                                                  + `从“${data.tune}：”开始一个字一个字地写，直到它写出换行。每句后面是它的字数，与格式 ${pattern.join("·")} 对照。top-p = 1 表示不剪。` }),
       el("div", { class: "olp-controls" }, [
         el("div", { class: "olp-group" }, [temp.node, topP.node]),
         el("div", { class: "olp-group" }, [seed.node])]), out);
