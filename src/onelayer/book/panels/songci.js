@@ -62,8 +62,8 @@
       const fits = lines.length === pattern.length && ok.every(Boolean);
       const rows = lines.map((line, i) => el("li", { "data-key": `line.${i}`, "data-v": String(line.length) }, [
         el("span", { text: line.text }),
-        el("span", { class: "olp-note", style: `margin-left:0.5em;color:${ok[i] ? "inherit" : "#d95f02"}`,
-                     text: `${line.length} 字${ok[i] ? "" : `（应为 ${pattern[i] ?? "—"}）`}` }),
+        el("span", { class: "olp-note", style: "margin-left:0.5em",
+                     text: ok[i] ? `${line.length} 字 ✓` : `${line.length} 字 ✗（应为 ${pattern[i] ?? "无此句"}）` }),
       ]));
       out.replaceChildren(
         el("p", { class: "olp-note", text: `温度 τ = ${tau.toFixed(2)}，top-p = ${p.toFixed(2)}，随机种子 ${seed.get()}` }),
