@@ -50,10 +50,14 @@ SEARCH_SCRIPTS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools|_st
 
 def drop_search_scripts(page: str, context: dict) -> str:
     """pydata-sphinx-theme loads the search index (blocking) on every page for its
-    search-as-you-type box; without that option only the search page needs it."""
-    if context.get("pagename") == "search" or context.get("theme_search_as_you_type") in (
-            True, "True", "true"):
+    search-as-you-type box; without that option only the search page needs it, and there it
+    is deferred: the index grows with the book, and the page can paint before it arrives
+    (deferred scripts still run in order, before the search starts on DOMContentLoaded)."""
+    if context.get("theme_search_as_you_type") in (True, "True", "true"):
         return page
+    if context.get("pagename") == "search":
+        return SEARCH_SCRIPTS.sub(
+            lambda m: m.group(0).replace("<script src=", "<script defer src="), page)
     return SEARCH_SCRIPTS.sub("", page)
 
 

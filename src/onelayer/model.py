@@ -7,7 +7,7 @@ and keys by position instead (Llama, Qwen)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +38,13 @@ class GPTConfig:
             raise ValueError(f"block 应为 BlockConfig，实际为 {type(self.block).__name__}")
         check_choice("init", self.init, GPT_INITS)
         check_flag("position_table", self.position_table)
+
+    def __repr__(self) -> str:
+        """Every field; ``position_table`` only when it is off (chapter 10's control), so a
+        config of the earlier chapters prints what those chapters teach."""
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name != "position_table" or not self.position_table]
+        return f"GPTConfig({', '.join(shown)})"
 
 
 def gpt2_residual_std(n_layer: int, initializer_range: float = 0.02) -> float:

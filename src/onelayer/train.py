@@ -255,11 +255,9 @@ def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: warmup_cosine(step, steps, warmup))
     losses, evaluations = torch.empty(len(seeds), steps), {}
-    for step in (progress or iter)(range(steps + 1)):
-        if evaluate is not None and (step == steps or (every and step % every == 0)):
+    for step in (progress or iter)(range(steps)):
+        if evaluate is not None and every and step % every == 0:
             evaluations[step] = _evaluated(model, evaluate)
-        if step == steps:
-            break
         batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
         x, y = (torch.stack(t) for t in zip(*batches)) if stacked else batches[0]
         loss = lm_loss(model(x), y)                   # 一叠模型：每个成员一个损失
@@ -269,6 +267,8 @@ def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
         optimizer.step()
         schedule.step()
         losses[:, step] = loss.detach()
+    if evaluate is not None:
+        evaluations[steps] = _evaluated(model, evaluate)
     return (losses if stacked else losses[0]), evaluations
 
 

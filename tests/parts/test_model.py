@@ -240,3 +240,9 @@ def test_a_model_without_a_position_table_is_blind_to_order_but_for_the_mask():
     assert torch.allclose(first[0], first[1])
     with pytest.raises(ValueError, match="position_table"):
         GPTConfig(vocab_size=11, block_size=8, position_table="no")
+
+
+def test_gpt_config_prints_the_position_table_only_when_it_is_off():
+    assert "position_table" not in repr(GPTConfig(vocab_size=5, block_size=4))
+    assert repr(GPTConfig(vocab_size=5, block_size=4, position_table=False)).endswith(
+        "position_table=False)")
