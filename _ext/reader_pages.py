@@ -50,14 +50,15 @@ SEARCH_SCRIPTS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools|_st
 
 def drop_search_scripts(page: str, context: dict) -> str:
     """pydata-sphinx-theme loads the search index (blocking) on every page for its
-    search-as-you-type box; without that option only the search page needs it, and there it
-    is deferred: the index grows with the book, and the page can paint before it arrives
-    (deferred scripts still run in order, before the search starts on DOMContentLoaded)."""
+    search-as-you-type box; without that option only the search page needs it. There the
+    index itself is deferred (it grows with the book; the page paints before it arrives): it
+    still runs before DOMContentLoaded, when Search.init queries it. searchtools.js stays
+    blocking, so that zh_search.js's ranking is in place before Search.init runs."""
     if context.get("theme_search_as_you_type") in (True, "True", "true"):
         return page
     if context.get("pagename") == "search":
-        return SEARCH_SCRIPTS.sub(
-            lambda m: m.group(0).replace("<script src=", "<script defer src="), page)
+        return page.replace('<script src="searchindex.js"></script>',
+                            '<script defer src="searchindex.js"></script>')
     return SEARCH_SCRIPTS.sub("", page)
 
 
