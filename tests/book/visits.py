@@ -41,7 +41,7 @@ def new_tab(browser) -> Visit:
     seen.page.on("request", lambda r: seen.requests.append(r.url))
     seen.page.on("console", lambda m: seen.errors.append(m.text) if m.type == "error" else None)
     seen.page.on("pageerror", lambda e: seen.errors.append(str(e)))
-    seen.page.on("requestfailed", lambda r: seen.errors.append(f"请求失败 {r.url}"))
+    seen.page.on("requestfailed", lambda r: seen.errors.append(f"请求失败 {r.url}（{r.failure}）"))
     return seen
 
 
@@ -56,6 +56,9 @@ def search(tab: Visit, server: str, query: str) -> list[str]:
         " || document.querySelector('#search-progress').textContent === ''", timeout=15_000)
     hits = tab.page.eval_on_selector_all("#search-results ul.search li > a",
                                          "links => links.map(a => a.getAttribute('href'))")
+    # The search page then fetches each hit's page for its summary: let those finish, or the
+    # next search's navigation aborts them and they show up as that search's failed requests.
+    tab.page.wait_for_load_state("networkidle")
     return [h.split("?")[0].split("#")[0] for h in hits]
 
 
