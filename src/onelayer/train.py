@@ -1,11 +1,13 @@
-"""Training: one optimiser (Adam, written out; plain gradient descent beside it) and two
-loops — full-batch (``fit``) and language-model batches (``train_lm``).
+"""Training: the book's own optimiser (Adam, written out; plain gradient descent beside it)
+with its loops — full-batch (``fit``) and language-model batches (``train_lm``) — and, for
+chapter 10, the loop as real language models are trained with PyTorch's parts
+(``train_adamw``: ``torch.optim.AdamW``, warm-up then cosine decay, gradient clipping).
 
 Randomness is explicit: models are built inside ``seeded(seed)`` and batches come from a
 ``torch.Generator`` made from a seed, so no function here moves the global random state.
-Both loops also train a *stack* of models (chapters 3 and 5 keep one in
-``onelayer.chapters``): one loss per member, summed for the gradient — members share no
-parameter, so each gets exactly its own gradient — and one learning rate per member.
+The loops also train a *stack* of models (``onelayer.stack``): one loss per member, summed
+for the gradient — members share no parameter, so each gets exactly its own gradient — and,
+in ``fit`` and ``train_lm``, one learning rate per member.
 """
 
 from __future__ import annotations
