@@ -176,7 +176,8 @@ class TinyGPTStack(nn.Module):
                 h = norm_sublayer(h, mlp, self._norm(p + "ln_2"), position)
         if position == "pre":
             h = self._norm("ln_f")(h)
-        return h @ tok.transpose(1, 2)[:, None]                        # 输出层与词嵌入共享
+        m, b, t, d = h.shape                        # 输出层与词嵌入共享：每个成员一次矩阵乘
+        return (h.reshape(m, b * t, d) @ tok.transpose(1, 2)).view(m, b, t, -1)
 
     def member(self, i: int) -> TinyGPT:
         """Member ``i`` as an ordinary TinyGPT (in eval mode)."""
