@@ -154,16 +154,19 @@ def char_vocab(texts: Sequence[str], min_count: int = 1) -> CharVocab:
 class CiCorpus:
     """Ci end to end, each ``词牌：text`` followed by a line break, as token ids. A batch's
     windows start where a ci starts — so position t of a window is position t of a ci, as when
-    the model writes one from its 词牌 — and wrap around at the end of the corpus."""
+    the model writes one from its 词牌 — and wrap around at the end of the corpus.
+
+    ``vocab`` is a ``CharVocab`` or any tokenizer with the same ``encode``, ``decode`` and
+    ``len`` (chapter 10's BPE); each ci is encoded on its own."""
 
     def __init__(self, cis: Sequence[Ci], vocab: CharVocab) -> None:
         if not cis:
             raise ValueError("cis 不能为空：至少要有 1 首词")
-        texts = [ci_text(ci) + END for ci in cis]
+        encoded = [vocab.encode(ci_text(ci) + END) for ci in cis]
         self.vocab = vocab
-        self.ids = torch.tensor(vocab.encode("".join(texts)))
-        lengths = torch.tensor([len(t) for t in texts])
-        self.starts = torch.cumsum(lengths, 0) - lengths       # 每首词的第一个字在哪里
+        self.ids = torch.tensor([i for ids in encoded for i in ids])
+        lengths = torch.tensor([len(ids) for ids in encoded])
+        self.starts = torch.cumsum(lengths, 0) - lengths       # 每首词的第一个词元在哪里
 
     def __len__(self) -> int:
         return len(self.starts)
