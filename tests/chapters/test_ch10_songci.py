@@ -1,5 +1,7 @@
 """Chapter 10's experiments (onelayer.chapters.ch10_songci) on a toy corpus."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -79,6 +81,11 @@ def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):
     alone = sample_ci(members[0], corpus.vocab, "浣溪沙", 2, top_p=0.5,
                       generator=torch.Generator().manual_seed(0))
     assert len(alone) == 1 and len(alone[0]) == 2
+    # a lone TinyGPT samples through its KV cache: the same ci as the uncached stack
+    stacked = sample_ci(TinyGPTStack(members[:1]), corpus.vocab, "浣溪沙", 4,
+                        generator=torch.Generator().manual_seed(1))
+    assert sample_ci(members[0], corpus.vocab, "浣溪沙", 4,
+                     generator=torch.Generator().manual_seed(1)) == stacked
 
 
 def test_format_share_counts_exact_patterns():
@@ -107,3 +114,56 @@ def test_bpe_counts_tokens_per_line():
     counts = tokens_per_line(tokenizer, ["一曲新词酒一杯", "无"])
     assert counts[0] < 7 * 3                     # 常见的字合并了：少于 21 个字节
     assert 1 < counts[1] <= 3                    # 没见过的字：仍是几个字节（最多 3 个）
+
+
+def test_a_bpe_vocabulary_reads_and_writes_ci_like_a_character_one():
+    from onelayer.chapters.ch10_songci import BpeVocab
+
+    cis = tune_subset(TOY, ["浣溪沙"]) * 4
+    bpe = BpeVocab(bpe_tokenizer([ci_text(ci) for ci in cis], 300))
+    corpus = CiCorpus(cis, bpe)
+    first = bpe.encode(ci_text(cis[0]) + "\n")
+    assert corpus.ids[:len(first)].tolist() == first and corpus.starts[1] == len(first)
+    assert bpe.decode(first) == ci_text(cis[0]) + "\n"
+    assert len(first) < len((ci_text(cis[0]) + "\n").encode())      # 合并过的字节
+    runs = train_songci_models(corpus, corpus, seeds=(0,), steps=2, tune="浣溪沙",
+                               pattern=(7, 7), every=2, batch_size=2, seq_len=12, samples=2,
+                               warmup=1)
+    assert runs.share[2].shape == (1,) and len(runs.stack.member(0).tok.weight) == len(bpe)
+
+
+def test_the_longer_model_is_the_checkpoint_its_record_describes():
+    from onelayer.chapters.ch10_songci import LongRun, load_songci_gpt, long_corpus
+    from onelayer.params import count_parameters
+    from onelayer.songci import load_songci
+
+    model, vocab, record = load_songci_gpt()
+    run = LongRun(**record["run"])
+    train, valid = long_corpus(load_songci(), run)
+    assert train.vocab == vocab                      # 词表可由语料重新算出
+    assert model.config.block_size == run.seq_len and not model.training
+    assert count_parameters(model) == sum(w.numel() for w in model.state_dict().values())
+    assert len(record["train_loss"]) == run.steps
+    assert record["valid_step"][0] == 0 and record["valid_step"][-1] == run.steps
+    assert record["valid_loss"][-1] < record["valid_loss"][0] - 2
+    with pytest.raises(FileNotFoundError, match="tools/train_songci_gpt.py"):
+        load_songci_gpt(Path("/nonexistent"))
+
+
+@pytest.mark.slow
+def test_the_longer_models_first_steps_repeat_its_log():
+    """The script's first 20 steps, re-run here (another machine may round differently)."""
+    from onelayer.chapters.ch10_songci import (
+        LongRun,
+        load_songci_gpt,
+        long_corpus,
+        train_long_songci,
+    )
+    from onelayer.songci import load_songci
+
+    _, _, record = load_songci_gpt()
+    run = LongRun(**record["run"])
+    train, valid = long_corpus(load_songci(), run)
+    _, log = train_long_songci(train, valid, run, steps=20)
+    assert log["train_loss"] == pytest.approx(record["train_loss"][:20], abs=2e-3)
+    assert log["valid_loss"][0] == pytest.approx(record["valid_loss"][0], abs=1e-3)
