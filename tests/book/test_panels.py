@@ -608,7 +608,8 @@ def random_songci_gpt():
     from onelayer.model import TinyGPT
     from onelayer.songci import char_vocab
 
-    vocab = char_vocab(["浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？"])
+    vocab = char_vocab(["浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？",
+                        "西江月：明月别枝惊鹊，清风半夜鸣蝉。"])
     torch.manual_seed(0)
     model = TinyGPT(songci_gpt_config(vocab, 24)).eval()
     with torch.no_grad():
@@ -625,12 +626,14 @@ def test_songci_writer_refuses_a_model_or_tune_it_cannot_use():
 
     model, vocab = random_songci_gpt()
     with pytest.raises(ValueError, match="词牌应由词表里的字组成"):
-        songci_writer(model, vocab, "鹧鸪天", (7, 7))
-    with pytest.raises(ValueError, match="pattern 应为正整数的句长"):
-        songci_writer(model, vocab, "浣溪沙", (7, 0))
+        songci_writer(model, vocab, {"浣溪沙": (7, 7), "鹧鸪天": (7, 7)})
+    with pytest.raises(ValueError, match="西江月 的 pattern 应为正整数的句长"):
+        songci_writer(model, vocab, {"西江月": (7, 0)})
+    with pytest.raises(ValueError, match="tunes 应至少有一个词牌"):
+        songci_writer(model, vocab, {})
     blind = TinyGPT(songci_gpt_config(vocab, 24, position_table=False))
     with pytest.raises(ValueError, match="位置嵌入表：无"):
-        songci_writer(blind, vocab, "浣溪沙", (7, 7))
+        songci_writer(blind, vocab, {"浣溪沙": (7, 7)})
 
 
 @pytest.mark.browser
@@ -649,7 +652,7 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        panel = songci_writer(model, vocab, "浣溪沙", (7, 7, 7))
+        panel = songci_writer(model, vocab, {"浣溪沙": (7, 7, 7), "西江月": (6, 6, 7, 6)})
         page.set_content(f"<!doctype html><html lang='zh-CN'><body>{panel._repr_html_()}"
                          "</body></html>")
         root = page.locator(".onelayer-panel[data-kind=songci][data-mounted]")
@@ -664,7 +667,8 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
             assert torch.allclose(torch.tensor(got["logits"], dtype=torch.float64), expected,
                                   rtol=1e-4, atol=1e-4), prompt
         texts = set()
-        for name, value in (("temperature", 1.2), ("top_p", 0.6), ("seed", 7)):
+        for name, value in (("temperature", 1.2), ("top_p", 0.6), ("seed", 7),
+                            ("tune", "西江月")):
             page.evaluate(SET_CONTROL, [handle, name, value])
             shown = page.evaluate(READ_PANEL, handle)[1]
             written = "".join(root.locator(".olp-out li > span:first-child").all_inner_texts())

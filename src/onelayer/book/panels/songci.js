@@ -1,7 +1,7 @@
 // 第 10 章：训练好的小 GPT 在页面里写一首词（前向计算用 gpt.js 的 gptForward）。
 (function () {
   "use strict";
-  const P = window.onelayerPanels, { el, slider } = P.ui;
+  const P = window.onelayerPanels, { el, slider, select } = P.ui;
 
   // 从“词牌：”开始，一次一个字，写到换行或上下文的尽头；□ 不写（它代表任何一个罕见的字）。
   P.songciWrite = function (model, prompt, temperature, topP, seed) {
@@ -41,22 +41,25 @@
   P.kinds.songci = function (root, data) {
     const model = P.gptModel(data.model);
     root.olpModel = model;  // 测试用：页面里的模型
-    const pattern = data.pattern;
+    const tunes = data.tunes;
+    const tune = select({ name: "tune", label: "词牌", value: tunes[0].name,
+                          options: tunes.map((t) => [t.name, t.name]) }, draw);
     const temp = slider({ name: "temperature", label: "温度 τ", min: 0.3, max: 1.5, step: 0.05,
                           value: 0.8, text: (v) => v.toFixed(2) }, draw);
     const topP = slider({ name: "top_p", label: "top-p", min: 0.5, max: 1, step: 0.05, value: 1,
                           text: (v) => v.toFixed(2) }, draw);
     const seed = slider({ name: "seed", label: "随机种子", min: 0, max: 50, step: 1, value: 0 }, draw);
     const out = el("div", { class: "olp-out", "aria-live": "polite" });
-    root.append(el("p", { class: "olp-note", text: `上面训练好的模型（第一个种子），权重以 float16 存进页面，在浏览器里运行：`
-                                                  + `从“${data.tune}：”开始一个字一个字地写，直到它写出换行。每句后面是它的字数，与格式 ${pattern.join("·")} 对照。top-p = 1 表示不剪。` }),
+    root.append(el("p", { class: "olp-note", text: "上面读过全宋词的模型，权重以 float16 存进页面，在浏览器里运行："
+                                                  + "从“词牌：”开始一个字一个字地写，直到它写出换行。每句后面是它的字数，与这个词牌最常见的格式对照。top-p = 1 表示不剪。" }),
       el("div", { class: "olp-controls" }, [
-        el("div", { class: "olp-group" }, [temp.node, topP.node]),
+        el("div", { class: "olp-group" }, [tune.node, temp.node, topP.node]),
         el("div", { class: "olp-group" }, [seed.node])]), out);
 
     function draw() {
-      const tau = temp.get(), p = topP.get();
-      const text = P.songciWrite(model, data.tune + "：", tau, p, seed.get());
+      const tau = temp.get(), p = topP.get(), name = tune.get();
+      const pattern = tunes.find((t) => t.name === name).pattern;
+      const text = P.songciWrite(model, name + "：", tau, p, seed.get());
       const lines = P.songciLines(text);
       const ok = lines.map((line, i) => line.length === pattern[i]);
       const fits = lines.length === pattern.length && ok.every(Boolean);
@@ -66,7 +69,7 @@
                      text: ok[i] ? `${line.length} 字 ✓` : `${line.length} 字 ✗（应为 ${pattern[i] ?? "无此句"}）` }),
       ]));
       out.replaceChildren(
-        el("p", { class: "olp-note", text: `温度 τ = ${tau.toFixed(2)}，top-p = ${p.toFixed(2)}，随机种子 ${seed.get()}` }),
+        el("p", { class: "olp-note", text: `${name}（${pattern.join("·")}），温度 τ = ${tau.toFixed(2)}，top-p = ${p.toFixed(2)}，随机种子 ${seed.get()}` }),
         el("ol", { style: "padding-left:1.6em;margin:0.3em 0;" }, rows),
         el("p", { "data-key": "fits", "data-v": fits ? "1" : "0",
                   text: fits ? `句长全部符合 ${pattern.join("·")}。`
