@@ -81,7 +81,7 @@ def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):
     alone = sample_ci(members[0], corpus.vocab, "浣溪沙", 2, top_p=0.5,
                       generator=torch.Generator().manual_seed(0))
     assert len(alone) == 1 and len(alone[0]) == 2
-    # a lone TinyGPT samples through its KV cache: the same ci as the uncached stack
+    # a stack of one samples the same ci as its member alone
     stacked = sample_ci(TinyGPTStack(members[:1]), corpus.vocab, "浣溪沙", 4,
                         generator=torch.Generator().manual_seed(1))
     assert sample_ci(members[0], corpus.vocab, "浣溪沙", 4,
@@ -132,8 +132,14 @@ def test_a_bpe_vocabulary_reads_and_writes_ci_like_a_character_one():
     assert runs.share[2].shape == (1,) and len(runs.stack.member(0).tok.weight) == len(bpe)
 
 
+@pytest.mark.slow
 def test_the_longer_model_is_the_checkpoint_its_record_describes():
-    from onelayer.chapters.ch10_songci import LongRun, load_songci_gpt, long_corpus
+    from onelayer.chapters.ch10_songci import (
+        LongRun,
+        load_songci_gpt,
+        long_corpus,
+        validation_loss,
+    )
     from onelayer.params import count_parameters
     from onelayer.songci import load_songci
 
@@ -146,6 +152,9 @@ def test_the_longer_model_is_the_checkpoint_its_record_describes():
     assert len(record["train_loss"]) == run.steps
     assert record["valid_step"][0] == 0 and record["valid_step"][-1] == run.steps
     assert record["valid_loss"][-1] < record["valid_loss"][0] - 2
+    # the float16 weights give the validation loss the run logged with its float32 ones
+    assert validation_loss(model, valid, run.seq_len) == pytest.approx(record["valid_loss"][-1],
+                                                                       abs=0.01)
     with pytest.raises(FileNotFoundError, match="tools/train_songci_gpt.py"):
         load_songci_gpt(Path("/nonexistent"))
 

@@ -104,24 +104,28 @@ def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int
               temperature: float = 0.8, top_p: float | None = None,
               generator: torch.Generator | None = None) -> list[list[str]]:
     """``n`` ci per member written after the prompt ``tune + "："`` (each up to its line
-    break, or the end of the context), [members][n]; a TinyGPT counts as one member and
-    keeps its keys and values (``KVCache``). □ is never written: it stands for any rare
-    character, not one that can be written. Stops early once every ci has its line break."""
+    break, or the end of the context), [members][n]; a TinyGPT counts as one member. Each
+    member keeps its keys and values (``KVCache``), so a step runs on the new token only.
+    □ is never written: it stands for any rare character, not one that can be written.
+    Stops early once every ci has its line break."""
     check_positive_int("n", n)
-    stacked = isinstance(model, TinyGPTStack)
-    members = len(model) if stacked else 1
+    if isinstance(model, TinyGPTStack):
+        with torch.random.fork_rng(devices=[]):     # 建模型时的初始化不动全局的随机数
+            members = [model.member(i) for i in range(len(model))]
+    else:
+        members = [model]
+    caches = [KVCache(len(member.blocks)) for member in members]
     prompt = vocab.encode(tune + SEPARATOR)
     unknown = vocab.encode(CharVocab.UNKNOWN) if isinstance(vocab, CharVocab) else []
     end = vocab.encode(END)
-    tokens = new = torch.tensor(prompt).repeat(members, n, 1)
-    cache = None if stacked else KVCache(len(model.blocks))
+    tokens = new = torch.tensor(prompt).repeat(len(members), n, 1)
     for _ in range(model.config.block_size - len(prompt)):
-        logits = model(tokens) if stacked else model.cached_logits(new[0], cache)[None]
-        logits = logits[..., -1, :]
+        logits = torch.stack([member.cached_logits(ids, cache)[:, -1, :]
+                              for member, ids, cache in zip(members, new, caches)])
         logits[..., unknown] = float("-inf")
         scores = sampling_logits(logits, temperature, top_p=top_p)
-        probs = scores.softmax(-1).view(members * n, -1)
-        new = torch.multinomial(probs, 1, generator=generator).view(members, n, 1)
+        probs = scores.softmax(-1).view(len(members) * n, -1)
+        new = torch.multinomial(probs, 1, generator=generator).view(len(members), n, 1)
         tokens = torch.cat([tokens, new], -1)
         if len(end) == 1 and (tokens[..., len(prompt):] == end[0]).any(-1).all():
             break
