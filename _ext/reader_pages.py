@@ -4,7 +4,8 @@ Each concern is one group of functions, connected in ``setup``:
 
 - Light pages. The theme's Font Awesome script (1.5 MB, which swaps every ``<i class="fa-…">``
   for an SVG) is dropped from every page: the theme's CSS already draws the same icons from
-  its Font Awesome web fonts. The widget manager is loaded lazily by ``widgets_offline.js``.
+  its Font Awesome web fonts. The widget manager is loaded lazily by ``widgets_offline.js``,
+  and a panel's big data (a model's weights) from a file of its own when the panel nears.
 - Chinese search. The index is split into words by jieba, a query is not: ``zh_search.js``
   splits each Chinese run of a query into terms of the index.
 - Chinese interface. Strings of the themes that stay English under ``language: zh_CN``
@@ -245,6 +246,32 @@ def page_metadata(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 
 # ---------------------------------------------------------------------------------------
+# Light pages: a panel's big data (a whole model's weights) in a file of its own.
+
+PANEL_DATA = re.compile(r'(<div class="onelayer-panel" id="(olp-[\w-]+)"[^>]*>)'
+                        r'<script type="application/json">(.*?)</script>', re.S)
+LAZY_PANEL_BYTES = 200_000   # 比这大的面板数据单独成文件，面板接近屏幕时才加载
+
+
+def move_big_panel_data(page: str, outdir: Path, pathto) -> str:
+    """Each panel whose JSON is at least ``LAZY_PANEL_BYTES`` gets it from
+    ``_static/panels/<id>.js`` (which stores it in ``onelayerPanels.data``), loaded by
+    ``common.js`` when the panel comes near the screen; the page keeps an empty holder that
+    names the file. ``pathto`` is Sphinx's: a path from the output root to one from the page."""
+    def move(match: re.Match) -> str:
+        opening, pid, data = match.groups()
+        if len(data.encode()) < LAZY_PANEL_BYTES:
+            return match.group(0)
+        target = outdir / "_static" / "panels" / f"{pid}.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f'window.onelayerPanels.data["{pid}"] = {data};\n', encoding="utf-8")
+        src = pathto(f"_static/panels/{pid}.js", 1)
+        return f'{opening}<script type="application/json" data-src="{src}"></script>'
+
+    return PANEL_DATA.sub(move, page)
+
+
+# ---------------------------------------------------------------------------------------
 # One hook on the rendered page.
 
 def rewrite_rendered_pages(app: Sphinx) -> None:
@@ -258,6 +285,8 @@ def rewrite_rendered_pages(app: Sphinx) -> None:
         if template.endswith(".html") and "<html" in page:
             page = drop_search_scripts(drop_fontawesome_js(page), context)
             page = translate_template_strings(page)
+            if app.builder.name == "html":   # 单页构建（打印成 PDF）保留内联的数据
+                page = move_big_panel_data(page, Path(app.outdir), context["pathto"])
         return page
 
     templates.render = render_page

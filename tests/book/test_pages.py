@@ -61,6 +61,36 @@ def test_first_load_is_light_and_nothing_big_blocks_rendering(book_pages, page_p
     assert "fontawesome.js" not in fetched and "embed-amd.js" not in fetched
 
 
+@pytest.mark.browser
+def test_a_panels_big_data_loads_only_when_the_panel_comes_near(book_pages):
+    """Chapter 10's writer carries a whole model (about 1.8 MB): the page names its file, the
+    first load does not fetch it, and the panel writes once it has been scrolled to."""
+    visit = book_pages("chapters/10_songci.html")
+    first = [r["url"] for r in visit.first_load_entries["resources"]]
+    assert not [url for url in first if "/_static/panels/" in url], first
+    root = visit.page.locator(".onelayer-panel[data-kind=songci]")
+    assert root.locator("script[data-src]").count() == 1
+    root.scroll_into_view_if_needed()
+    visit.page.wait_for_selector(".onelayer-panel[data-kind=songci][data-mounted]")
+    assert re.search(r"\d+ 字 [✓✗]", root.inner_text()), root.inner_text()
+
+
+def test_only_big_panel_data_moves_to_a_file_of_its_own(tmp_path):
+    def panel(pid, data):
+        return (f'<div class="onelayer-panel" id="{pid}" data-kind="gpt" role="group">'
+                f'<script type="application/json">{data}</script><p>…</p></div>')
+
+    small, big = '{"w":"' + "a" * 10 + '"}', '{"w":"' + "b" * reader_pages.LAZY_PANEL_BYTES + '"}'
+    page = panel("olp-gpt-small", small) + panel("olp-gpt-big", big)
+    moved = reader_pages.move_big_panel_data(page, tmp_path, lambda path, _: "../" + path)
+    assert panel("olp-gpt-small", small) in moved and big not in moved
+    assert ('<div class="onelayer-panel" id="olp-gpt-big" data-kind="gpt" role="group">'
+            '<script type="application/json" data-src="../_static/panels/olp-gpt-big.js">'
+            '</script>') in moved
+    stored = (tmp_path / "_static" / "panels" / "olp-gpt-big.js").read_text(encoding="utf-8")
+    assert stored == f'window.onelayerPanels.data["olp-gpt-big"] = {big};\n'
+
+
 def test_widget_manager_only_on_pages_with_widgets():
     for page in toc_pages():
         text = (HTML / page).read_text(encoding="utf-8")

@@ -2,8 +2,8 @@
 // 权重与输入由 Python 从笔记本用的同一批张量写成 JSON。
 (function () {
   "use strict";
-  if (window.onelayerPanels && window.onelayerPanels.version === 1) return;
-  const P = { version: 1, kinds: {} };
+  if (window.onelayerPanels && window.onelayerPanels.version === 2) return;
+  const P = { version: 2, kinds: {}, data: {} };
   window.onelayerPanels = P;
 
   // ---- 数学 ----
@@ -143,13 +143,36 @@
   P.ui = { fmt, el, svgEl, num, slider, radios, checkbox, select, decimals };
 
   // ---- 挂载 ----
-  P.mount = function (root) {
-    if (!root || root.dataset.mounted) return;
-    const data = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
-    const build = P.kinds[root.dataset.kind];
+  // 数据很大的面板（例如整个模型的权重），书在构建时把数据移到单独的文件（data-src）：
+  // 面板接近屏幕时才加载，首次打开页面不必下载它。
+  function start(root, data) {
     root.dataset.mounted = "1";
     const fallback = root.querySelector(".olp-fallback");
     if (fallback) fallback.remove();
-    build(root, data);
+    P.kinds[root.dataset.kind](root, data);
+  }
+  function loadThenStart(root, src) {
+    const script = document.createElement("script");
+    script.src = src;
+    script.onload = () => start(root, P.data[root.id]);
+    script.onerror = () => {
+      const fallback = root.querySelector(".olp-fallback");
+      if (fallback) fallback.textContent = "面板的数据没有加载：" + src;
+    };
+    document.head.appendChild(script);
+  }
+  P.mount = function (root) {
+    if (!root || root.dataset.mounted || root.dataset.waiting) return;
+    const holder = root.querySelector('script[type="application/json"]');
+    const src = holder.dataset.src;
+    if (!src) return start(root, JSON.parse(holder.textContent));
+    root.dataset.waiting = "1";
+    if (!("IntersectionObserver" in window)) return loadThenStart(root, src);
+    const near = new IntersectionObserver((entries) => {
+      if (!entries.some((e) => e.isIntersecting)) return;
+      near.disconnect();
+      loadThenStart(root, src);
+    }, { rootMargin: "600px 0px" });
+    near.observe(root);
   };
 })();
