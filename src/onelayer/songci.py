@@ -165,8 +165,8 @@ class CiCorpus:
         encoded = [vocab.encode(ci_text(ci) + END) for ci in cis]
         self.vocab = vocab
         self.ids = torch.tensor([i for ids in encoded for i in ids])
-        lengths = torch.tensor([len(ids) for ids in encoded])
-        self.starts = torch.cumsum(lengths, 0) - lengths       # 每首词的第一个词元在哪里
+        self.lengths = torch.tensor([len(ids) for ids in encoded])  # 每首词的词元数（含换行）
+        self.starts = torch.cumsum(self.lengths, 0) - self.lengths  # 每首词的第一个词元在哪里
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -173,6 +173,7 @@ def test_ci_corpus_windows_start_at_a_ci_and_wrap_around():
     vocab = char_vocab([ci_text(ci) for ci in TOY])
     corpus = CiCorpus(TOY, vocab)
     assert len(corpus) == 2 and corpus.starts.tolist() == [0, len(ci_text(TOY[0])) + 1]
+    assert corpus.lengths.tolist() == [len(ci_text(ci)) + 1 for ci in TOY]
     x, y = corpus.every_ci(seq_len=20)
     assert x.shape == y.shape == (2, 20)
     assert vocab.decode(x[1].tolist()).startswith("浣溪沙：一向")
