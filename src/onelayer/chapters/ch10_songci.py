@@ -316,7 +316,7 @@ def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, 
     """The longer model (float32, eval mode), its vocabulary and what ``run.json`` records."""
     if not (folder / "weights.pt").is_file():
         raise FileNotFoundError(f"没有找到长时间训练的模型 {folder}：运行 "
-                                "python tools/train_songci_gpt.py 重新训练（约 25 分钟）")
+                                "python tools/train_songci_gpt.py 重新训练（2 个核上约 11 分钟）")
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     vocab = CharVocab(record["vocab"])
     model = TinyGPT(long_gpt_config(len(vocab), LongRun(**record["run"])))
