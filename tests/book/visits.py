@@ -81,6 +81,13 @@ def visit(browser, server: str, page_path: str) -> Visit:
                                arg=views, timeout=60_000)
         page.wait_for_load_state("networkidle")
         page.evaluate("window.scrollTo(0, 0)")
+    lazy = page.locator(".onelayer-panel:has(script[data-src])")
+    if lazy.count():  # panels whose data (a model's weights) loads when they come near
+        for i in range(lazy.count()):
+            lazy.nth(i).scroll_into_view_if_needed()
+        page.wait_for_function("() => [...document.querySelectorAll('.onelayer-panel')]"
+                               ".every(p => p.dataset.mounted)", timeout=60_000)
+        page.evaluate("window.scrollTo(0, 0)")
     return seen
 
 
