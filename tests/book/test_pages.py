@@ -62,10 +62,11 @@ def test_first_load_is_light_and_nothing_big_blocks_rendering(book_pages, page_p
 
 
 @pytest.mark.browser
-def test_a_panels_big_data_loads_only_when_the_panel_comes_near(book_pages):
+@pytest.mark.parametrize("page_path", ["chapters/10_songci.html"])
+def test_a_panels_big_data_loads_only_when_the_panel_comes_near(book_pages, page_path):
     """Chapter 10's writer carries a whole model (about 1.8 MB): the page names its file, the
     first load does not fetch it, and the panel writes once it has been scrolled to."""
-    visit = book_pages("chapters/10_songci.html")
+    visit = book_pages(page_path)
     first = [r["url"] for r in visit.first_load_entries["resources"]]
     assert not [url for url in first if "/_static/panels/" in url], first
     root = visit.page.locator(".onelayer-panel[data-kind=songci]")

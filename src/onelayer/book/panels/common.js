@@ -151,27 +151,27 @@
     if (fallback) fallback.remove();
     P.kinds[root.dataset.kind](root, data);
   }
-  function loadThenStart(root, src) {
+  function loadThenStart(root, file) {
     const script = document.createElement("script");
-    script.src = src;
+    script.src = file;
     script.onload = () => start(root, P.data[root.id]);
     script.onerror = () => {
       const fallback = root.querySelector(".olp-fallback");
-      if (fallback) fallback.textContent = "面板的数据没有加载：" + src;
+      if (fallback) fallback.textContent = "面板的数据没有加载：" + file;
     };
     document.head.appendChild(script);
   }
   P.mount = function (root) {
     if (!root || root.dataset.mounted || root.dataset.waiting) return;
     const holder = root.querySelector('script[type="application/json"]');
-    const src = holder.dataset.src;
-    if (!src) return start(root, JSON.parse(holder.textContent));
+    const file = holder.dataset.src;
+    if (!file) return start(root, JSON.parse(holder.textContent));
     root.dataset.waiting = "1";
-    if (!("IntersectionObserver" in window)) return loadThenStart(root, src);
+    if (!("IntersectionObserver" in window)) return loadThenStart(root, file);
     const near = new IntersectionObserver((entries) => {
       if (!entries.some((e) => e.isIntersecting)) return;
       near.disconnect();
-      loadThenStart(root, src);
+      loadThenStart(root, file);
     }, { rootMargin: "600px 0px" });
     near.observe(root);
   };
