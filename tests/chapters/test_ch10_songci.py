@@ -18,7 +18,7 @@ from onelayer.chapters.ch10_songci import (
 from onelayer.model import TinyGPT
 from onelayer.songci import CharVocab, Ci, CiCorpus, char_vocab, ci_text
 from onelayer.stack import TinyGPTStack
-from onelayer.train import seeded
+from onelayer.train import experiment_seeds, seeded
 
 TOY = [Ci("浣溪沙", "甲", ("一曲新词酒一杯，", "去年天气旧亭台。")),
        Ci("浣溪沙", "乙", ("一向年光有限身，", "等闲离别易销魂。")),
@@ -176,3 +176,21 @@ def test_the_longer_models_first_steps_repeat_its_log():
     _, log = train_long_songci(train, valid, run, steps=20)
     assert log["train_loss"] == pytest.approx(record["train_loss"][:20], abs=2e-3)
     assert log["valid_loss"][0] == pytest.approx(record["valid_loss"][0], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_training_on_thirty_ci_overfits():
+    # 第 10 章练习 1 的答案：只读 30 首浣溪沙、300 步，训练损失降到 0.3 以下；验证损失在前 90 步
+    # 里最低，到第 300 步每个种子都比自己的最低点高 1 以上
+    from onelayer.songci import load_songci, split_by_ci
+
+    train_cis, valid_cis = split_by_ci(load_songci())
+    tune_train, tune_valid = tune_subset(train_cis, ["浣溪沙"]), tune_subset(valid_cis, ["浣溪沙"])
+    vocab = char_vocab([ci_text(ci) for ci in tune_train], min_count=3)
+    few = train_songci_models(CiCorpus(tune_train[:30], vocab), CiCorpus(tune_valid, vocab),
+                              experiment_seeds(5), 300, "浣溪沙", (7,) * 6, every=30,
+                              batch_size=8, samples=1)
+    valid = torch.stack([few.valid_loss[step] for step in sorted(few.valid_loss)])  # [步, 种子]
+    assert (few.train_loss[:, -10:].mean(1) < 0.3).all()
+    assert sorted(few.valid_loss)[valid.median(1).values.argmin()] <= 90
+    assert (valid[-1] - valid.min(0).values > 1).all()
