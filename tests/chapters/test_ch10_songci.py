@@ -132,20 +132,23 @@ def test_a_bpe_vocabulary_reads_and_writes_ci_like_a_character_one():
     assert runs.share[2].shape == (1,) and len(runs.stack.member(0).tok.weight) == len(bpe)
 
 
-@pytest.mark.slow
-def test_the_longer_model_is_the_checkpoint_its_record_describes():
-    from onelayer.chapters.ch10_songci import (
-        LongRun,
-        load_songci_gpt,
-        long_corpus,
-        validation_loss,
-    )
-    from onelayer.params import count_parameters
+@pytest.fixture(scope="module")
+def longer():
+    """The longer model as the chapter loads it, its record and run, and its corpus."""
+    from onelayer.chapters.ch10_songci import LongRun, load_songci_gpt, long_corpus
     from onelayer.songci import load_songci
 
     model, vocab, record = load_songci_gpt()
     run = LongRun(**record["run"])
-    train, valid = long_corpus(load_songci(), run)
+    return model, vocab, record, run, *long_corpus(load_songci(), run)
+
+
+@pytest.mark.slow
+def test_the_longer_model_is_the_checkpoint_its_record_describes(longer):
+    from onelayer.chapters.ch10_songci import load_songci_gpt, validation_loss
+    from onelayer.params import count_parameters
+
+    model, vocab, record, run, train, valid = longer
     assert train.vocab == vocab                      # 词表可由语料重新算出
     assert model.config.block_size == run.seq_len and not model.training
     assert count_parameters(model) == sum(w.numel() for w in model.state_dict().values())
@@ -160,19 +163,11 @@ def test_the_longer_model_is_the_checkpoint_its_record_describes():
 
 
 @pytest.mark.slow
-def test_the_longer_models_first_steps_repeat_its_log():
+def test_the_longer_models_first_steps_repeat_its_log(longer):
     """The script's first 20 steps, re-run here (another machine may round differently)."""
-    from onelayer.chapters.ch10_songci import (
-        LongRun,
-        load_songci_gpt,
-        long_corpus,
-        train_long_songci,
-    )
-    from onelayer.songci import load_songci
+    from onelayer.chapters.ch10_songci import train_long_songci
 
-    _, _, record = load_songci_gpt()
-    run = LongRun(**record["run"])
-    train, valid = long_corpus(load_songci(), run)
+    _, _, record, run, train, valid = longer
     _, log = train_long_songci(train, valid, run, steps=20)
     assert log["train_loss"] == pytest.approx(record["train_loss"][:20], abs=2e-3)
     assert log["valid_loss"][0] == pytest.approx(record["valid_loss"][0], abs=1e-3)
