@@ -62,6 +62,7 @@ notebooks: $(INSTALLED)
 bench: $(INSTALLED) $(ASSETS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/bench_pages.py
+	$(BIN)/python tools/bench_lighthouse.py
 	$(BIN)/python tools/bench_model.py
 	$(BIN)/python -W ignore tools/bench_ensembles.py
 	$(BIN)/python tools/bench.py --full

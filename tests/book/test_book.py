@@ -72,7 +72,7 @@ def test_guard_catches_unexecuted_and_errored_notebooks(tmp_path):
 def test_config_keeps_the_book_offline():
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     sphinx = config["sphinx"]["config"]
-    assert "://" not in sphinx["mathjax_path"]
+    assert sphinx["html_math_renderer"] == "katex_prerender"
     assert all("://" not in url for url in sphinx["nb_ipywidgets_js"])
     assert not (ROOT / "_static").exists(), "_static/ 中的每个 .js 都会被注入每一页"
     assert config["execute"]["execute_notebooks"] == "off"

@@ -7,8 +7,8 @@ the repository or the home directory changes. Headless Chromium then opens each 
 the saved panels are drawn before anything runs, the frame players move and the panel that
 computes in the page runs its script (the notebook is trusted), MyST is rendered and the
 exercise answers are folded; Run All; the panel, drawn again by the kernel's output, shows
-onelayer's numbers, and again after a slider is moved by one step. Chapter 1's saved figures
-are also looked at in Lab's dark theme, before Run All.
+onelayer's numbers, and again after a slider is clicked and moved by an arrow key.
+Chapter 1's saved figures are also looked at in Lab's dark theme, before Run All.
 """
 
 from __future__ import annotations
@@ -171,8 +171,10 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         # Before running: the saved panels are drawn from the saved widget state.
         for i in with_widgets:
             cells.nth(i).locator(".jupyter-widgets").first.wait_for(state="attached")
-        # The saved panel that computes in the page runs its script before any kernel does.
+        # The saved panel that computes in the page runs its script before any kernel does,
+        # once it comes near the screen.
         mounted = f".onelayer-panel[data-kind={kind}][data-mounted]"
+        cells.nth(live).scroll_into_view_if_needed()
         cells.nth(live).locator(mounted).wait_for(state="attached", timeout=30_000)
         # The frame players work without a kernel: their slider is linked in the browser.
         # (Wait for all of them: a widget's classes come after its first element.)
@@ -226,6 +228,7 @@ def test_chapter_in_jupyterlab(browser, lab, name):
 
         # The panel, output again by the kernel, computes onelayer's numbers; a slider moved by
         # one step recomputes them.
+        cells.nth(live).scroll_into_view_if_needed()
         panel = cells.nth(live).locator(mounted)
         panel.wait_for(state="attached", timeout=30_000)
         handle = panel.element_handle()
@@ -233,12 +236,18 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         assert_close(shown, EXPECTED[kind](controls, data), f"{name}：Run All 之后")
         shown_text = panel.locator(".olp-out").text_content()
         assert "0000000" not in shown_text and "9999999" not in shown_text
-        # Drag the first slider one step (JupyterLab keeps arrow keys for its own shortcuts).
-        page.evaluate("p => { const s = p.querySelector('input[type=range]'); s.stepUp();"
-                      " s.dispatchEvent(new Event('input', {bubbles: true})); }", handle)
+        # A reader clicks the first slider, then moves it with an arrow key: the focus stays
+        # on the slider and the key reaches it, not JupyterLab's notebook shortcuts.
+        slider = panel.locator("input[type=range]").first
+        slider.click()
+        focused = page.evaluate("() => document.activeElement.tagName")
+        assert focused == "INPUT", f"{name}：点击滑块后焦点不在滑块上，而在 {focused}"
+        clicked_controls, clicked, _ = page.evaluate(READ_PANEL, handle)
+        page.keyboard.press("ArrowRight")
         moved_controls, moved, _ = page.evaluate(READ_PANEL, handle)
-        assert moved_controls != controls and moved != shown, f"{name}：移动滑块后面板没有变"
-        assert_close(moved, EXPECTED[kind](moved_controls, data), f"{name}：移动滑块之后")
+        assert moved_controls != clicked_controls and moved != clicked, \
+            f"{name}：按方向键后面板没有变"
+        assert_close(moved, EXPECTED[kind](moved_controls, data), f"{name}：按方向键移动滑块之后")
         assert errors == [], errors
     finally:
         page.close()

@@ -81,8 +81,8 @@ def test_page_is_offline_typeset_and_rendered(book_pages, page_path):
 
     text = page.inner_text("article")
     assert "\\(" not in text and "$$" not in text, "有未排版的公式"
-    if page.locator("div.math, span.math").count():
-        assert page.locator("mjx-container").count() > 0, "MathJax 没有排版"
+    typeset = page.locator("div.math > .katex-display, span.math > .katex")
+    assert page.locator("div.math, span.math").count() == typeset.count(), "有公式没有在构建时排版"
 
     for img in page.locator("article img").all():
         src = (img.get_attribute("src") or "")[:80]
@@ -152,3 +152,41 @@ def test_frame_players_work_without_a_kernel(book_pages, page_path):
             assert now["text"] == now["shown"] and len(now["figures"]) == 1, now
             assert (now["text"] == before["text"]) == back, (before, now)
     assert seen.errors == []
+
+
+# Opened from the disk, as a reader does with the built book: formulas in KaTeX's fonts,
+# the header's icons, the frame players (the widget manager and its saved state) and the
+# panels, with no console error. Chapter 1 has frame players, chapter 5 the most formulas.
+FILE_PAGES = ["chapters/01_ffn.html", "chapters/05_attention.html"]
+FONTS_DRAWN = """async () => {
+  await document.fonts.ready;
+  return {math: document.fonts.check('16px KaTeX_Main') && document.fonts.check('16px KaTeX_Math'),
+          icons: document.fonts.check('900 16px "Font Awesome 6 Free"'),
+          loaded: [...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)};
+}"""
+
+
+@pytest.mark.parametrize("page_path", FILE_PAGES)
+def test_chapter_works_opened_from_the_disk(browser, page_path):
+    from visits import new_tab
+
+    if not (HTML / "index.html").exists():
+        pytest.skip("书还没有构建（make book）")
+    seen = new_tab(browser)
+    page = seen.page
+    try:
+        page.goto((HTML / page_path).as_uri(), wait_until="load")
+        fonts = page.evaluate(FONTS_DRAWN)
+        assert fonts["math"] and fonts["icons"], fonts
+        for i in range(page.locator(".onelayer-panel").count()):
+            page.locator(".onelayer-panel").nth(i).scroll_into_view_if_needed()
+        page.wait_for_function("() => [...document.querySelectorAll('.onelayer-panel')]"
+                               ".every(p => p.dataset.mounted)", timeout=30_000)
+        views = page.locator(WIDGET_VIEWS).count()
+        if views:
+            page.locator(WIDGET_VIEWS).first.evaluate("v => v.parentElement.scrollIntoView()")
+            page.wait_for_function("n => document.querySelectorAll('.widget-subarea').length >= n",
+                                   arg=views, timeout=60_000)
+        assert seen.errors == [], seen.errors
+    finally:
+        page.context.close()

@@ -1,6 +1,6 @@
 """Opening a page of the built book the way a reader does, once for all the checks of that page.
 
-``visit`` loads a page in a fresh browser context (empty cache), waits for MathJax and for
+``visit`` loads a page in a fresh browser context (empty cache), waits for
 the interactive panels to be drawn, and keeps every request and console error. The page
 tests of one page run one after another in one test process (tests/conftest.py groups
 them), so ``PageVisits`` hands them one shared visit: a check that changes the page (its
@@ -68,11 +68,11 @@ def visit(browser, server: str, page_path: str) -> Visit:
     seen = new_tab(browser)
     page = seen.page
     page.goto(f"{server}/{page_path}", wait_until="networkidle")
-    page.wait_for_function("() => !window.MathJax || !window.MathJax.startup"
-                           " || window.MathJax.startup.promise !== undefined")
-    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.wait_for_load_state("networkidle")
     seen.first_load_entries = page.evaluate(ENTRIES)
+    # Figures load when they come near the screen; the checks look at every one of them.
+    page.evaluate("() => document.querySelectorAll('img[loading=lazy]')"
+                  ".forEach(img => { img.loading = 'eager'; })")
+    page.wait_for_function("() => [...document.images].every(img => img.complete)")
     views = page.locator(WIDGET_VIEWS).count()
     if views:  # the widget manager loads when a panel comes near the screen, then draws them all
         page.evaluate("sel => document.querySelector(sel).parentElement.scrollIntoView()",
@@ -81,10 +81,10 @@ def visit(browser, server: str, page_path: str) -> Visit:
                                arg=views, timeout=60_000)
         page.wait_for_load_state("networkidle")
         page.evaluate("window.scrollTo(0, 0)")
-    lazy = page.locator(".onelayer-panel:has(script[data-src])")
-    if lazy.count():  # panels whose data (a model's weights) loads when they come near
-        for i in range(lazy.count()):
-            lazy.nth(i).scroll_into_view_if_needed()
+    panels = page.locator(".onelayer-panel")
+    if panels.count():  # each panel computes (and loads big data) when it comes near
+        for i in range(panels.count()):
+            panels.nth(i).scroll_into_view_if_needed()
         page.wait_for_function("() => [...document.querySelectorAll('.onelayer-panel')]"
                                ".every(p => p.dataset.mounted)", timeout=60_000)
         page.evaluate("window.scrollTo(0, 0)")

@@ -2,8 +2,8 @@
 // 权重与输入由 Python 从笔记本用的同一批张量写成 JSON。
 (function () {
   "use strict";
-  if (window.onelayerPanels && window.onelayerPanels.version === 2) return;
-  const P = { version: 2, kinds: {}, data: {} };
+  if (window.onelayerPanels && window.onelayerPanels.version === 3) return;
+  const P = { version: 3, kinds: {}, data: {} };
   window.onelayerPanels = P;
 
   // ---- 数学 ----
@@ -76,8 +76,12 @@
     const s = String(step);
     return s.includes(".") ? s.length - s.indexOf(".") - 1 : 0;
   }
+  // 控件带上 data-lm-suppress-shortcuts：在 JupyterLab 里按键交给控件（方向键移动滑块），
+  // 不被笔记本的快捷键拿走（Lab 从按键的目标元素往上找快捷键，遇到这个属性就停）。
+  const CONTROL = /^(input|select|textarea|button)$/;
   function el(tag, attrs, children) {
     const node = document.createElement(tag);
+    if (CONTROL.test(tag)) node.setAttribute("data-lm-suppress-shortcuts", "true");
     for (const [k, v] of Object.entries(attrs || {})) {
       if (k === "text") node.textContent = v;
       else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
@@ -143,15 +147,18 @@
   P.ui = { fmt, el, svgEl, num, slider, radios, checkbox, select, decimals };
 
   // ---- 挂载 ----
-  // 数据很大的面板（例如整个模型的权重），书在构建时把数据移到单独的文件（data-src）：
-  // 面板接近屏幕时才加载，首次打开页面不必下载它。
+  // 面板接近屏幕时才计算和绘制：长的一章打开时不必先把每个面板都算一遍。数据很大的面板
+  // （例如整个模型的权重），书在构建时把数据移到单独的文件（data-src），也在这时才加载。
   function start(root, data) {
     root.dataset.mounted = "1";
     const fallback = root.querySelector(".olp-fallback");
     if (fallback) fallback.remove();
     P.kinds[root.dataset.kind](root, data);
   }
-  function loadThenStart(root, file) {
+  function load(root) {
+    const holder = root.querySelector('script[type="application/json"]');
+    const file = holder.dataset.src;
+    if (!file) return start(root, JSON.parse(holder.textContent));
     const script = document.createElement("script");
     script.src = file;
     script.onload = () => start(root, P.data[root.id]);
@@ -163,15 +170,12 @@
   }
   P.mount = function (root) {
     if (!root || root.dataset.mounted || root.dataset.waiting) return;
-    const holder = root.querySelector('script[type="application/json"]');
-    const file = holder.dataset.src;
-    if (!file) return start(root, JSON.parse(holder.textContent));
     root.dataset.waiting = "1";
-    if (!("IntersectionObserver" in window)) return loadThenStart(root, file);
+    if (!("IntersectionObserver" in window)) return load(root);
     const near = new IntersectionObserver((entries) => {
       if (!entries.some((e) => e.isIntersecting)) return;
       near.disconnect();
-      loadThenStart(root, file);
+      load(root);
     }, { rootMargin: "600px 0px" });
     near.observe(root);
   };
