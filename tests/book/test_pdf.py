@@ -150,6 +150,16 @@ def test_every_font_is_embedded(reader):
             assert {"/FontFile", "/FontFile2", "/FontFile3"} & set(descriptor), font["/BaseFont"]
 
 
+@pytest.mark.browser
+def test_formulas_are_printed_in_katex_fonts(reader):
+    """The formulas, typeset when the book was built, are drawn in KaTeX's faces on paper:
+    its roman and its math italic at least (the build fails on a formula KaTeX cannot set)."""
+    names = {str(ref.get_object().get("/BaseFont", "")).split("+")[-1]
+             for page in reader.pages
+             for ref in (page["/Resources"].get_object().get("/Font") or {}).values()}
+    assert {"KaTeX_Main-Regular", "KaTeX_Math-Italic"} <= names, sorted(names)
+
+
 def test_a_radical_in_a_to_unicode_map_becomes_its_ideograph():
     cmap = ("begincmap\n2 beginbfchar\n<2E> <2F00>\n<3F> <4E0E>\nendbfchar\n"
             "1 beginbfrange\n<40> <41> <2EE5>\nendbfrange\nendcmap\n")

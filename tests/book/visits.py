@@ -117,4 +117,10 @@ def screenshot(page, page_path: str, kind: str) -> None:
     if TAKE_SCREENSHOTS:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
-        page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
+        # Sections far from the screen are not drawn (content-visibility: auto): draw them all.
+        style = page.add_style_tag(content=".bd-article section { content-visibility: visible"
+                                           " !important; }")
+        try:
+            page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
+        finally:
+            style.evaluate("s => s.remove()")
