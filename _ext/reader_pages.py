@@ -60,8 +60,22 @@ def drop_search_scripts(page: str, context: dict) -> str:
     if context.get("theme_search_as_you_type") in (True, "True", "true"):
         return page
     if context.get("pagename") == "search":
-        return page
+        return run_splitter_before_the_index(page)
     return SEARCH_SCRIPTS.sub("", page)
+
+
+SPLITTER = re.compile(r'[ \t]*<script src="[^"]*_static/offline/zh_search\.js[^"]*"></script>\n?')
+
+
+def run_splitter_before_the_index(page: str) -> str:
+    """zh_search.js replaces searchtools.js's query splitter and adds to its scorer: it runs
+    after searchtools.js and before the index, which runs the query when it arrives."""
+    splitter = SPLITTER.search(page)
+    index = '<script src="searchindex.js"></script>'
+    if splitter is None or index not in page:
+        raise ExtensionError("搜索页上找不到 zh_search.js 或 searchindex.js")
+    page = page.replace(splitter.group(0), "")
+    return page.replace(index, splitter.group(0).strip() + "\n    " + index)
 
 
 def remove_fontawesome_file(app: Sphinx, exception: Exception | None) -> None:
@@ -251,7 +265,7 @@ def page_metadata(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 PANEL_DATA = re.compile(r'(<div class="onelayer-panel" id="(olp-[\w-]+)"[^>]*>)'
                         r'<script type="application/json">(.*?)</script>', re.S)
-LAZY_PANEL_BYTES = 200_000   # 比这大的面板数据单独成文件，面板接近屏幕时才加载
+LAZY_PANEL_BYTES = 50_000   # 比这大的面板数据单独成文件，面板接近屏幕时才加载
 
 
 def move_big_panel_data(page: str, outdir: Path, pathto) -> str:

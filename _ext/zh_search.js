@@ -58,10 +58,10 @@
     const page = index.titles[index.docnames.indexOf(result[0])] || "";
     return result[4] + (normal(page).includes(query) ? 100 : 0);
   }
-  document.addEventListener("DOMContentLoaded", function () {
-    // searchtools.js (loaded after this file) declares `var Scorer`; keep its own score if any.
-    if (typeof Scorer !== "undefined" && !Scorer.score) Scorer.score = titleBoost;
-  });
+  // The search page runs this file after searchtools.js (which declares `var Scorer` and the
+  // default splitQuery) and before the index, whose arrival runs the query
+  // (reader_pages.drop_search_scripts puts it there); keep Scorer's own score if it has one.
+  if (typeof Scorer !== "undefined" && !Scorer.score) Scorer.score = titleBoost;
 
   window.splitQuery = zhSplit;
   window.onelayerSplitQuery = zhSplit;  // for the tests

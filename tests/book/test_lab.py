@@ -133,6 +133,12 @@ def wait_until_serving(lab: Lab, server: subprocess.Popen, timeout: float = 60) 
     pytest.fail(f"JupyterLab 在 {timeout} 秒内没有响应：\n{lab.log_tail()}")
 
 
+def bring_into_view(locator) -> None:
+    """Scroll an element to the middle of the screen with the DOM's own scrollIntoView, which
+    also draws what Lab leaves undrawn off screen (its cells are content-visibility: auto)."""
+    locator.first.evaluate("e => e.scrollIntoView({block: 'center'})")
+
+
 def cell_indices(notebook: dict, predicate) -> list[int]:
     return [i for i, cell in enumerate(notebook["cells"]) if predicate(cell)]
 
@@ -174,7 +180,7 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         # The saved panel that computes in the page runs its script before any kernel does,
         # once it comes near the screen.
         mounted = f".onelayer-panel[data-kind={kind}][data-mounted]"
-        cells.nth(live).scroll_into_view_if_needed()
+        bring_into_view(cells.nth(live).locator(".onelayer-panel"))
         cells.nth(live).locator(mounted).wait_for(state="attached", timeout=30_000)
         # The frame players work without a kernel: their slider is linked in the browser.
         # (Wait for all of them: a widget's classes come after its first element.)
@@ -228,7 +234,7 @@ def test_chapter_in_jupyterlab(browser, lab, name):
 
         # The panel, output again by the kernel, computes onelayer's numbers; a slider moved by
         # one step recomputes them.
-        cells.nth(live).scroll_into_view_if_needed()
+        bring_into_view(cells.nth(live).locator(".onelayer-panel"))
         panel = cells.nth(live).locator(mounted)
         panel.wait_for(state="attached", timeout=30_000)
         handle = panel.element_handle()

@@ -69,6 +69,9 @@ def visit(browser, server: str, page_path: str) -> Visit:
     page = seen.page
     page.goto(f"{server}/{page_path}", wait_until="networkidle")
     seen.first_load_entries = page.evaluate(ENTRIES)
+    # The browser draws a section only when it comes near the screen (content-visibility);
+    # the checks look at the page as a reader who has scrolled through it sees it.
+    page.add_style_tag(content=".bd-article section { content-visibility: visible !important; }")
     # Figures load when they come near the screen; the checks look at every one of them.
     page.evaluate("() => document.querySelectorAll('img[loading=lazy]')"
                   ".forEach(img => { img.loading = 'eager'; })")
@@ -117,10 +120,4 @@ def screenshot(page, page_path: str, kind: str) -> None:
     if TAKE_SCREENSHOTS:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         name = page_path.replace("/", "__").replace(".html", f"__{kind}.png")
-        # Sections far from the screen are not drawn (content-visibility: auto): draw them all.
-        style = page.add_style_tag(content=".bd-article section { content-visibility: visible"
-                                           " !important; }")
-        try:
-            page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
-        finally:
-            style.evaluate("s => s.remove()")
+        page.screenshot(path=SCREENSHOTS / name, full_page=True, timeout=180_000)
