@@ -423,18 +423,22 @@ def preload_fonts(app: Sphinx, pagename: str, templatename: str, context: dict,
         ' const l = document.createElement("link"); Object.assign(l, {rel: "preload",'
         ' as: "font", type: "font/woff2", crossOrigin: "anonymous", href});'
         " document.head.appendChild(l); }</script>")
-ICON_CODE = re.compile(r'(?:content|--fa):\s*"\\([0-9a-f]{4,5})"', re.I)
+# Font Awesome's icons are in the private use area, written as an escape ("\\f0c9") or as the
+# character itself (the theme's --pst-icon-* variables).
+ICON_CODE = re.compile(r'\\(f[0-8][0-9a-f]{2}|e[0-6][0-9a-f]{2})\b|([\ue000-\uf8ff])', re.I)
 
 
 def subset_icon_fonts(static: Path) -> None:
     """The Font Awesome fonts (160 KB for solid alone) keep only the icons that the pruned
-    theme stylesheet still draws (a dozen): the browser fetches them to draw the header."""
+    stylesheets still draw (the header's buttons, the notes' and answers' icons set by the
+    theme's --pst-icon-* variables): the browser fetches them to draw the header."""
     from fontTools import subset
 
-    theme_css = (static / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    codes = sorted({int(code, 16) for code in ICON_CODE.findall(theme_css)})
+    css = "".join(p.read_text(encoding="utf-8") for p in static.rglob("*.css"))
+    codes = sorted({int(escape, 16) if escape else ord(char)
+                    for escape, char in ICON_CODE.findall(css)})
     if not codes:
-        raise ExtensionError("剪过的主题样式表里没有 Font Awesome 图标：无法确定要保留的字形")
+        raise ExtensionError("剪过的样式表里没有 Font Awesome 图标：无法确定要保留的字形")
     options = subset.Options(flavor="woff2", layout_features=["*"], notdef_outline=True)
     for font_path in sorted(static.glob(ICON_FONTS)):
         font = subset.load_font(str(font_path), options)

@@ -63,6 +63,14 @@
   // (reader_pages.drop_search_scripts puts it there); keep Scorer's own score if it has one.
   if (typeof Scorer !== "undefined" && !Scorer.score) Scorer.score = titleBoost;
 
+  // A result's summary is the text of its page: a formula there is KaTeX's drawing and its
+  // MathML (for screen readers) with the TeX, which would read three times; keep the drawing.
+  if (typeof Search !== "undefined" && Search.htmlToText) {
+    const htmlToText = Search.htmlToText;
+    const MATHML = /<span class="katex-mathml">[\s\S]*?<\/math><\/span>/g;
+    Search.htmlToText = (html, anchor) => htmlToText(html.replace(MATHML, ""), anchor);
+  }
+
   window.splitQuery = zhSplit;
   window.onelayerSplitQuery = zhSplit;  // for the tests
 })();

@@ -223,3 +223,20 @@ def test_last_updated_says_why_it_is_unknown(clones, tmp_path, monkeypatch):
     reader_pages.git_history_problem.cache_clear()
     assert "没有 git" in reader_pages.git_history_problem(str(ROOT))
     reader_pages.git_history_problem.cache_clear()
+
+
+def test_icon_fonts_keep_every_icon_the_stylesheets_draw():
+    """The Font Awesome fonts are cut to the icons the pruned stylesheets still name (header
+    buttons, the notes' and answers' icons): each of those code points has its glyph."""
+    from fontTools.ttLib import TTFont
+
+    static = HTML / "_static"
+    if not (static / "styles" / "pydata-sphinx-theme.css").exists():
+        pytest.skip("书还没有构建（make book）")
+    css = "".join(p.read_text(encoding="utf-8") for p in static.rglob("*.css"))
+    drawn = {int(escape, 16) if escape else ord(char)
+             for escape, char in reader_pages.ICON_CODE.findall(css)}
+    fonts = sorted((static / "vendor" / "fontawesome" / "webfonts").glob("*.woff2"))
+    kept = set().union(*(TTFont(font).getBestCmap() for font in fonts))
+    assert {0xF0EB, 0xF0F3, 0xF05A, 0xF0C9} <= drawn  # tip, answer, note, the menu button
+    assert drawn <= kept, sorted(map(hex, drawn - kept))
