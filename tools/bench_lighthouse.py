@@ -12,17 +12,14 @@ is missed: the page tests assert what can be checked structurally.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import gzip
-import http.server
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +28,13 @@ LIGHTHOUSE = ROOT / "node_modules" / "lighthouse" / "cli" / "index.js"
 sys.path.insert(0, str(ROOT / "tests" / "book"))
 sys.path.insert(0, str(ROOT / "_ext"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, fontconfig_with_packaged_font  # noqa: E402
+from conftest import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    QuietHandler,
+    fontconfig_with_packaged_font,  # noqa: E402
+    serve,
+)
 from offline_book import node_executable  # noqa: E402
 from test_site import toc_pages  # noqa: E402
 
@@ -43,11 +46,8 @@ COMPRESSED = (".html", ".js", ".css", ".json", ".svg", ".txt")
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 
 
-class GzipHandler(http.server.SimpleHTTPRequestHandler):
+class GzipHandler(QuietHandler):
     """Static files; text types gzip-compressed for a client that accepts it."""
-
-    def log_message(self, *args) -> None:
-        pass
 
     def send_head(self):
         path = Path(self.translate_path(self.path))
@@ -80,17 +80,6 @@ class _BytesFile:
         pass
 
 
-@contextlib.contextmanager
-def gzip_server(directory: Path):
-    handler = functools.partial(GzipHandler, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-
-
 def lighthouse(url: str, env: dict) -> dict:
     """One Lighthouse run of ``url``: the figures this script reports."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,7 +108,7 @@ def main() -> None:
     if not (args.html / "index.html").exists():
         sys.exit(f"{args.html} 里没有书：先运行 make book")
     pages = args.pages or [*toc_pages(), "search.html"]
-    with gzip_server(args.html) as server, tempfile.TemporaryDirectory() as tmp:
+    with serve(args.html, GzipHandler) as server, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "FONTCONFIG_FILE": str(fontconfig_with_packaged_font(Path(tmp)))}
         print(f"Lighthouse 手机预设（{args.runs} 次的中位数；无障碍/最佳实践/SEO 取最低）")
         print(f"{'页面':34s} {'性能':>4s} {'FCP':>7s} {'LCP':>7s} {'TBT':>7s} {'CLS':>6s} "

@@ -70,9 +70,9 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(directory: Path):
+def serve(directory: Path, handler_class=QuietHandler):
     """Serve ``directory`` on a free local port; yields the base URL."""
-    handler = functools.partial(QuietHandler, directory=str(directory))
+    handler = functools.partial(handler_class, directory=str(directory))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
