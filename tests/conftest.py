@@ -20,9 +20,12 @@ torch.set_num_threads(1)
 # in a page's group the checks marked changes_page run last. A test is a page's when its id
 # ends with the page (its last parameter, page_path): checked below for every test that
 # uses the shared visit.
-# The groups are handed out longest first, so that neither process is left with a long one
-# at the end while the other idles: groups holding a test marked slow (half a minute or more),
-# then the notebooks, then the rest (seconds each), each kind in collection order.
+# The groups are handed out so that neither process idles: first the groups holding a test
+# marked slow (half a minute or more), so that none is left alone at the end; then the
+# notebooks, which keep a core busy computing, each followed by a page of the book, whose
+# checks mostly wait for the browser (two pages at once would leave the cores half idle);
+# then the rest (seconds each). The notebooks go last chapter first (the later chapters train
+# longer); the other kinds keep their collection order.
 PAGE = re.compile(r"\[(?:.*-)?([\w/]+\.html)\]$")
 
 
@@ -46,15 +49,19 @@ def pytest_xdist_make_scheduler(config, log):
     return ByFileOrPage(config, log)
 
 
-def queue_ranks(items) -> dict[str, int]:
-    """Each group's place in the queue: 0 when it holds a slow test, 1 for a notebook, 2 for
-    the rest."""
-    rank: dict[str, int] = {}
-    for item in items:
-        scope = scope_of(item.nodeid)
-        own = 0 if item.get_closest_marker("slow") else 1 if scope.endswith(".ipynb") else 2
-        rank[scope] = min(rank.get(scope, 2), own)
-    return rank
+def queue_places(items) -> dict[str, tuple[int, int, int]]:
+    """Each group's place in the queue: (0, …) when it holds a slow test; (1, k, 0) for the
+    k-th notebook from the last and (1, k, 1) for the k-th page, so that they alternate;
+    (2, …) for the rest."""
+    scopes = list(dict.fromkeys(scope_of(item.nodeid) for item in items))
+    slow = {scope_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
+    notebooks = [s for s in scopes if s not in slow and s.endswith(".ipynb")]
+    pages = [s for s in scopes if s not in slow and s.endswith(".html")]
+    place = {scope: (2, i, 0) for i, scope in enumerate(scopes)}
+    place |= {scope: (0, i, 0) for i, scope in enumerate(scopes) if scope in slow}
+    place |= {scope: (1, k, 0) for k, scope in enumerate(reversed(notebooks))}
+    place |= {scope: (1, k, 1) for k, scope in enumerate(pages)}
+    return place
 
 
 def pytest_collection_modifyitems(items):
@@ -66,6 +73,6 @@ def pytest_collection_modifyitems(items):
                 raise pytest.UsageError(
                     f"{item.nodeid}：用 book_pages 或标记 changes_page 的检查应以参数 page_path "
                     f"给出页面，并且页面是测试 id 的最后一段（实际 page_path={page!r}）")
-    rank = queue_ranks(items)
-    items.sort(key=lambda item: (rank[scope_of(item.nodeid)],
+    place = queue_places(items)
+    items.sort(key=lambda item: (place[scope_of(item.nodeid)],
                                  item.get_closest_marker("changes_page") is not None))

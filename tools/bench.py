@@ -1,7 +1,8 @@
 """Wall-time benchmarks of the book's own workflow (make bench).
 
 Prints the median (and the spread) over several runs of: strict nbval over each chapter,
-a no-change book rebuild, `make check` on a clean tree, and with --full the whole `make test`.
+a no-change book rebuild, `make check` on a clean tree, and with --full the whole `make test`
+(with the list of notebooks it ran); --only picks some of these.
 Targets live in the issues; nothing here fails when a target is missed.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
+PARTS = ("nbval", "rebuild", "check", "test")
 
 
 def wall_times(cmd: list[str], runs: int) -> list[float]:
@@ -37,19 +39,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--full", action="store_true", help="也测整个 make test")
+    parser.add_argument("--only", nargs="+", choices=PARTS,
+                        help="只测这几项（nbval：每章的严格 nbval；rebuild：无改动时重建；"
+                             "check、test：make check、make test）")
     args = parser.parse_args()
+    parts = args.only or [p for p in PARTS if p != "test" or args.full]
+    notebooks = sorted((ROOT / "chapters").glob("*.ipynb"))
 
-    for nb in sorted((ROOT / "chapters").glob("*.ipynb")):
-        cmd = [str(BIN / "pytest"), "--nbval", "--nbval-current-env",
-               "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", str(nb.relative_to(ROOT))]
-        report(f"nbval {nb.name}", wall_times(cmd, args.runs))
-
-    build = [str(BIN / "jupyter-book"), "build", ".", "--warningiserror", "--keep-going"]
-    subprocess.run(build, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # warm the cache
-    report("无改动时重建 HTML 书", wall_times(build, args.runs))
-
-    report("make check（没有改动时）", wall_times(["make", "check"], args.runs))
-    if args.full:
+    if "nbval" in parts:
+        for nb in notebooks:
+            cmd = [str(BIN / "pytest"), "--nbval", "--nbval-current-env",
+                   "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+                   str(nb.relative_to(ROOT))]
+            report(f"nbval {nb.name}", wall_times(cmd, args.runs))
+    if "rebuild" in parts:
+        build = [str(BIN / "jupyter-book"), "build", ".", "--warningiserror", "--keep-going"]
+        subprocess.run(build, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # warm the cache
+        report("无改动时重建 HTML 书", wall_times(build, args.runs))
+    if "check" in parts:
+        report("make check（没有改动时）", wall_times(["make", "check"], args.runs))
+    if "test" in parts:
+        print("make test 运行的笔记本：" + "、".join(nb.stem for nb in notebooks))
         report("make test", wall_times(["make", "test"], args.runs))
 
 

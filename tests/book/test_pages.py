@@ -130,6 +130,19 @@ def test_compound_chinese_query_finds_its_chapter_first(search_tab, server, quer
     assert search_tab.errors == []
 
 
+def test_the_chinese_index_splits_and_stems_as_sphinx_does():
+    from sphinx.search.zh import SearchChinese
+
+    text = "LayerNorm 与 RMSNorm：GPT 的 FFN 把 d_model 放宽到 4 倍，GELU 与 ReLU。" * 3
+    words = {}
+    for language in (SearchChinese, reader_pages.ChineseIndex):
+        index = language({})
+        words[language] = [index.stem(w) for w in index.split(text) if index.word_filter(w)]
+    assert words[reader_pages.ChineseIndex] == words[SearchChinese]
+    assert "gpt" in words[SearchChinese] and "放宽" in words[SearchChinese]
+    assert isinstance(reader_pages.ChineseIndex({}).latin_terms, set)
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", [*toc_pages(), "search.html"])
 def test_interface_around_the_text_is_chinese(book_pages, page_path):

@@ -42,7 +42,22 @@ SCHEME = """mode => {
   }
   return was;
 }"""
-SETTLE_MS = 700  # the theme's and book.js's resize handlers wait 200–300 ms
+# The page settled after a change of its width or colour scheme: the new width has reached it
+# (the resize event fires before the next frame), then the theme's and book.js's resize
+# handlers have run (they wait 300 and 200 ms after the last resize: a later timer runs after
+# them), then the colour transitions a scheme change starts have finished (not endless ones).
+SETTLED = """async width => {
+  const frame = () => new Promise(r => requestAnimationFrame(r));
+  if (width !== null) {
+    while (window.innerWidth !== width) await frame();
+    await frame(); await frame();
+    await new Promise(r => setTimeout(r, 320));
+  }
+  const ending = document.getAnimations()
+    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+  await Promise.all(ending.map(a => a.finished.catch(() => null)));
+  await frame();
+}"""
 
 
 @contextlib.contextmanager
@@ -51,7 +66,7 @@ def shown_as(page, viewport=None, dark=False):
     if viewport:
         page.set_viewport_size(viewport)
     scheme = page.evaluate(SCHEME, "dark") if dark else None
-    page.wait_for_timeout(SETTLE_MS)
+    page.evaluate(SETTLED, viewport and viewport["width"])
     try:
         yield page
     finally:
@@ -59,7 +74,7 @@ def shown_as(page, viewport=None, dark=False):
             page.set_viewport_size(DESKTOP)
         if scheme:
             page.evaluate(SCHEME, scheme)
-        page.wait_for_timeout(SETTLE_MS)
+        page.evaluate(SETTLED, viewport and DESKTOP["width"])
 
 
 # What each look of the page asks of axe-core: every rule, except in dark mode, which changes

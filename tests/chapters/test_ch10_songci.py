@@ -164,13 +164,14 @@ def test_the_longer_model_is_the_checkpoint_its_record_describes(longer):
 
 @pytest.mark.slow
 def test_the_longer_models_first_steps_repeat_its_log(longer):
-    """The script's first 20 steps, re-run here (another machine may round differently)."""
+    """The script's first 20 steps, re-run here (another machine may round differently); the
+    validation split and loss are checked on the checkpoint (the test above)."""
     from onelayer.chapters.ch10_songci import train_long_songci
 
     _, _, record, run, train, valid = longer
     _, log = train_long_songci(train, valid, run, steps=20)
+    assert list(log) == ["train_loss"]
     assert log["train_loss"] == pytest.approx(record["train_loss"][:20], abs=2e-3)
-    assert log["valid_loss"][0] == pytest.approx(record["valid_loss"][0], abs=1e-3)
 
 
 @pytest.mark.slow
