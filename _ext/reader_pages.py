@@ -114,9 +114,10 @@ class ChineseIndex(SearchChinese):
 
 
 def no_index_for_the_single_page(app: Sphinx) -> None:
-    """The single-page book is printed (make pdf), never searched: no search index."""
+    """The single-page book is printed (make pdf), never searched: its page is not indexed
+    (the indexer stays, for the search scripts' language data)."""
     if app.builder.name == "singlehtml":
-        app.builder.search = False
+        app.builder.index_page = lambda pagename, doctree, title: None
 
 
 def copy_search_splitter(app: Sphinx, exception: Exception | None) -> None:

@@ -24,8 +24,8 @@ torch.set_num_threads(1)
 # marked slow (half a minute or more), so that none is left alone at the end; then the
 # notebooks, which keep a core busy computing, each followed by a page of the book, whose
 # checks mostly wait for the browser (two pages at once would leave the cores half idle);
-# then the rest (seconds each). The notebooks go last chapter first (the later chapters train
-# longer); the other kinds keep their collection order.
+# then the rest (seconds each). The chapters go last first (the later chapters train longer),
+# the appendices after them; the other kinds keep their collection order.
 PAGE = re.compile(r"\[(?:.*-)?([\w/]+\.html)\]$")
 
 
@@ -49,9 +49,15 @@ def pytest_xdist_make_scheduler(config, log):
     return ByFileOrPage(config, log)
 
 
+def chapter_number(path: str) -> int:
+    """A chapter notebook's number (chapters/07_tiny_gpt.ipynb: 7); 0 for an appendix."""
+    number = re.match(r"chapters/(\d+)_", path)
+    return int(number.group(1)) if number else 0
+
+
 def queue_places(items) -> dict[str, tuple[int, int, int]]:
     """Each group's place in the queue: (0, …) when it holds a slow test; (1, k, 0) for the
-    k-th notebook from the last and (1, k, 1) for the k-th page, so that they alternate;
+    k-th notebook, last chapter first, and (1, k, 1) for the k-th page, so that they alternate;
     (2, …) for the rest."""
     scopes = list(dict.fromkeys(scope_of(item.nodeid) for item in items))
     slow = {scope_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
@@ -59,7 +65,8 @@ def queue_places(items) -> dict[str, tuple[int, int, int]]:
     pages = [s for s in scopes if s not in slow and s.endswith(".html")]
     place = {scope: (2, i, 0) for i, scope in enumerate(scopes)}
     place |= {scope: (0, i, 0) for i, scope in enumerate(scopes) if scope in slow}
-    place |= {scope: (1, k, 0) for k, scope in enumerate(reversed(notebooks))}
+    last_first = sorted(notebooks, key=lambda s: -chapter_number(s))
+    place |= {scope: (1, k, 0) for k, scope in enumerate(last_first)}
     place |= {scope: (1, k, 1) for k, scope in enumerate(pages)}
     return place
 

@@ -45,18 +45,23 @@ SCHEME = """mode => {
 # The page settled after a change of its width or colour scheme: the new width has reached it
 # (the resize event fires before the next frame), then the theme's and book.js's resize
 # handlers have run (they wait 300 and 200 ms after the last resize: a later timer runs after
-# them), then the colour transitions a scheme change starts have finished (not endless ones).
+# them), then the colour transitions a scheme change starts have finished (running ones that
+# end); all within 5 s, or the check fails.
 SETTLED = """async width => {
   const frame = () => new Promise(r => requestAnimationFrame(r));
-  if (width !== null) {
-    while (window.innerWidth !== width) await frame();
-    await frame(); await frame();
-    await new Promise(r => setTimeout(r, 320));
-  }
-  const ending = document.getAnimations()
-    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
-  await Promise.all(ending.map(a => a.finished.catch(() => null)));
-  await frame();
+  const settle = async () => {
+    if (width !== null) {
+      while (window.innerWidth !== width) await frame();
+      await frame(); await frame();
+      await new Promise(r => setTimeout(r, 320));
+    }
+    const ending = document.getAnimations().filter(a => a.playState === 'running'
+      && a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+    await Promise.all(ending.map(a => a.finished.catch(() => null)));
+    await frame();
+  };
+  const late = new Promise((_, no) => setTimeout(() => no(new Error('页面 5 秒内没有稳定')), 5000));
+  await Promise.race([settle(), late]);
 }"""
 
 
