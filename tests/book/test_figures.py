@@ -46,7 +46,8 @@ def test_figures_referred_to_have_a_name_and_a_caption(path):
         if figure:
             assert figure["caption"].strip().endswith("。"), figure
             assert c["metadata"]["mystnb"].get("image", {}).get("alt"), "图要有替代文字"
-            assert any("image/png" in o.get("data", {}) for o in c.get("outputs", []))
+            assert any({"image/png", "image/svg+xml"} & set(o.get("data", {}))
+                       for o in c.get("outputs", [])), "图的单元要有 PNG 或 SVG 输出"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

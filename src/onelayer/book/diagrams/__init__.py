@@ -1,0 +1,18 @@
+"""Pictures of the book's ideas, drawn by code in one visual language (``canvas``): each
+function draws one idea with the chapter's own tensors and returns a ``Diagram``, which a
+notebook shows as SVG."""
+
+from onelayer.book.diagrams.canvas import Diagram
+from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
+from onelayer.book.diagrams.norms import layernorm_geometry_diagram
+from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
+
+__all__ = [
+    "Diagram",
+    "ffn_diagram",
+    "gated_ffn_diagram",
+    "layernorm_geometry_diagram",
+    "position_wise_diagram",
+    "residual_block_diagram",
+    "unrolled_paths_diagram",
+]

@@ -1,0 +1,66 @@
+"""The pictures of ideas (onelayer.book.diagrams): vector, self-contained, the same bytes on
+every machine (strict nbval compares them), narrow enough for a phone, and drawn from the
+chapters' own tensors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import onelayer.book.diagrams as diagrams
+from onelayer.book.diagrams.canvas import MAX_WIDTH, Diagram
+from onelayer.data import TOKENS, sentence_ffn, sentence_x
+from onelayer.ffn import trace_ffn
+
+DRAWINGS = [name for name in diagrams.__all__ if name != "Diagram"]
+
+
+@pytest.fixture(scope="module", params=DRAWINGS)
+def drawn(request):
+    return getattr(diagrams, request.param)()
+
+
+def test_svg_is_vector_self_contained_and_repeatable(drawn):
+    svg = drawn.svg()
+    assert svg == drawn.svg(), "同一张图两次输出的 SVG 应逐字节相同"
+    assert "<text" not in svg, "文字应画成字形轮廓，读者的机器不需要字体"
+    assert "<image" not in svg, "示意图应全是矢量"
+    links = set(re.findall(r'(?:href|src)="([^"#][^"]*)"', svg))
+    assert links == set(), f"不应引用外部资源：{links}"
+    assert "<dc:date>" not in svg
+    assert len(svg) < 150_000
+
+
+def test_fits_a_phone(drawn):
+    width_pt = float(re.search(r'<svg[^>]* width="([\d.]+)pt"', drawn.svg()).group(1))
+    assert width_pt <= (MAX_WIDTH + 0.2) * 72
+
+
+def test_the_ffn_is_drawn_with_the_chapter_numbers():
+    shown = diagrams.ffn_diagram().texts
+    x = sentence_x()[TOKENS.index("鱼")]
+    trace = trace_ffn(sentence_ffn(), x)
+    for value in [*x.tolist(), *trace.pre.tolist(), *trace.out.tolist()]:
+        assert f"{value:.2f}".replace("-", "−") in shown
+    assert "−2.30" in shown  # detector 2, the hand calculation's h₂
+
+
+def test_the_gated_ffn_counts_its_parameters():
+    shown = " ".join(diagrams.gated_ffn_diagram(512, 2048).texts)
+    assert "2,097,152" in shown and "3,145,728" in shown and "+50%" in shown
+
+
+def test_the_layernorm_picture_ends_on_the_sphere():
+    x = sentence_x()[TOKENS.index("鱼")]
+    xhat = torch.nn.functional.layer_norm(x, (4,), eps=0.0)
+    assert abs(xhat.norm().item() - 2.0) < 1e-6  # the circle's radius √d
+    assert any("= 2" in t for t in diagrams.layernorm_geometry_diagram().texts)
+
+
+def test_bad_sizes_and_symbols_are_refused():
+    with pytest.raises(ValueError, match="图宽"):
+        Diagram(MAX_WIDTH + 1, 2, "太宽")
+    with pytest.raises(ValueError, match="运算符"):
+        Diagram(2, 2, "符号").op(1, 1, "-")
