@@ -36,7 +36,7 @@ KINDS = {
 VALUE_MAP = mpl.colormaps["RdBu_r"]
 # Text size in points; 9 pt at the phone's 75 % is still 9 px.
 SIZE = 9
-SMALL = 7.5
+SMALL = 8
 # The widest diagram, so that at 75 % it fits a 390 px phone's column without scrolling.
 MAX_WIDTH = 5.0
 
