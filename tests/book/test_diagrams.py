@@ -64,3 +64,12 @@ def test_bad_sizes_and_symbols_are_refused():
         Diagram(MAX_WIDTH + 1, 2, "太宽")
     with pytest.raises(ValueError, match="运算符"):
         Diagram(2, 2, "符号").op(1, 1, "-")
+
+
+def test_drawing_leaves_the_random_state_alone():
+    for name in DRAWINGS:
+        torch.manual_seed(0)
+        getattr(diagrams, name)()
+        after = torch.rand(3)
+        torch.manual_seed(0)
+        assert torch.equal(after, torch.rand(3)), f"{name} 改变了随机数的状态"

@@ -13,9 +13,12 @@ cells are coloured by value (red positive, blue negative) and carry their number
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 
 import matplotlib as mpl
+import torch
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
@@ -41,6 +44,18 @@ SMALL = 8
 MAX_WIDTH = 5.0
 
 SVG_RC = {"svg.fonttype": "path", "svg.hashsalt": "onelayer", "svg.image_inline": True}
+
+
+def drawing(function: Callable[..., Diagram]) -> Callable[..., Diagram]:
+    """Mark a function that draws a diagram: it leaves torch's random state as it found it,
+    so that showing a picture does not change the numbers of the cells after it."""
+
+    @functools.wraps(function)
+    def draw(*args: object, **kwargs: object) -> Diagram:
+        with torch.random.fork_rng(devices=[]):
+            return function(*args, **kwargs)
+
+    return draw
 
 
 class Diagram:

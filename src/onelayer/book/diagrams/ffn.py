@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram
+from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram, drawing
 from onelayer.data import TOKENS, sentence_ffn, sentence_x
 from onelayer.ffn import FeedForward, trace_ffn
 
@@ -22,6 +22,7 @@ def _column(d: Diagram, x: float, top: float, values: list[float], head: str,
                                        digits=2, vertical=True)]
 
 
+@drawing
 def ffn_diagram(token: str = "鱼", detector: int = 2) -> Diagram:
     """x_token (4 numbers) → 16 detectors (h = x·W1 + b1, each a column of W1: a key) →
     GELU → W2 (each row a value) → the output (4 numbers), with the chapter's own FFN; one
@@ -54,6 +55,7 @@ def ffn_diagram(token: str = "鱼", detector: int = 2) -> Diagram:
     return d
 
 
+@drawing
 def position_wise_diagram() -> Diagram:
     """猫/吃/鱼 each through the same FFN, with no line between positions."""
     ffn, X = sentence_ffn(), sentence_x()
@@ -80,6 +82,7 @@ def _count(gated: bool, d_model: int, d_ff: int) -> int:
     return sum(p.numel() for p in ffn.parameters())
 
 
+@drawing
 def gated_ffn_diagram(d_model: int = 512, d_ff: int = 2048) -> Diagram:
     """The plain FFN (W1 → activation → W2) beside the gated one (gate_proj and up_proj →
     ⊙ → down_proj), each with its parameter count (no biases) under it."""

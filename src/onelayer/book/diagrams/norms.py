@@ -12,7 +12,7 @@ import math
 
 from matplotlib.patches import Circle
 
-from onelayer.book.diagrams.canvas import INK, KINDS, MUTED, SMALL, Diagram
+from onelayer.book.diagrams.canvas import INK, KINDS, MUTED, SMALL, Diagram, drawing
 from onelayer.data import TOKENS, sentence_x
 from onelayer.norms import mean_and_biased_var
 
@@ -22,6 +22,7 @@ ORANGE = KINDS["activation"][0]
 GREEN = KINDS["norm"][0]
 
 
+@drawing
 def layernorm_geometry_diagram(token: str = "鱼", scale: float = 2.0, shift: float = 1.0
                                ) -> Diagram:
     """x_token and scale·x + shift: centring drops both along 1 onto the hyperplane ⊥ 1,

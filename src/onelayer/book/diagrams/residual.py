@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onelayer.book.diagrams.canvas import MUTED, SMALL, Diagram
+from onelayer.book.diagrams.canvas import MUTED, SMALL, Diagram, drawing
 
 STREAM = "#6b6b6b"
 
@@ -16,6 +16,7 @@ def _plain_block(d: Diagram, x: float) -> None:
     d.box(x, 0.6, 0.9, 0.3, "$y = f(x)$", kind="stream", size=SMALL)
 
 
+@drawing
 def residual_block_diagram() -> Diagram:
     """x → f → ⊕ → y with the identity shortcut around f, beside the plain x → f → y."""
     d = Diagram(4.4, 3.1, "残差块")
@@ -35,6 +36,7 @@ def residual_block_diagram() -> Diagram:
     return d
 
 
+@drawing
 def unrolled_paths_diagram() -> Diagram:
     """Two residual blocks, and the same computation drawn as its four paths from x to the
     output (Veit et al. 2016): through neither block, f1 only, f2 only, f1 then f2."""
