@@ -44,7 +44,7 @@ def test_the_ffn_is_drawn_with_the_chapter_numbers():
     trace = trace_ffn(sentence_ffn(), x)
     for value in [*x.tolist(), *trace.pre.tolist(), *trace.out.tolist()]:
         assert f"{value:.2f}".replace("-", "−") in shown
-    assert "−2.30" in shown  # detector 2, the hand calculation's h₂
+    assert "−2.30" in shown  # detector 2, the hand calculation's h₂, is among them
 
 
 def test_the_gated_ffn_counts_its_parameters():

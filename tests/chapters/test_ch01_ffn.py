@@ -1,10 +1,11 @@
-"""Chapter 1's experiments: gradient descent on an FFN, fitting a teacher FFN."""
+"""Chapter 1's experiments: gradient descent on an FFN, fitting a teacher FFN; the worked
+example's written-out dot product and the FFN's error for a wrong last dimension."""
 
 import pytest
 import torch
 
 from onelayer import FeedForward
-from onelayer.chapters.ch01_ffn import fit_ffn, fit_students, teacher_task
+from onelayer.chapters.ch01_ffn import fit_ffn, fit_students, teacher_task, written_dot
 from onelayer.stack import FeedForwardStack
 from onelayer.train import seeded
 
@@ -46,3 +47,14 @@ def test_a_stack_needs_a_seed():
     x, y = teacher_task(n=8)
     with pytest.raises(ValueError, match="至少有一个"):
         FeedForwardStack.from_seeds("relu", 4, 8, seeds=[])
+
+
+def test_written_dot_puts_negative_numbers_in_brackets():
+    text = written_dot(torch.tensor([0.6, -0.5]), torch.tensor([-1.0, 0.3]))
+    assert text == "0.6×(-1.0) + (-0.5)×0.3"
+
+
+def test_wrong_last_dimension_names_expected_actual_and_shape():
+    # The chapter used to show this message in a validation demo; the check lives here now.
+    with pytest.raises(ValueError, match=r"最后一维应为 d_model=4，实际为 5（输入形状 \[3, 5\]）"):
+        FeedForward(4, 16)(torch.randn(3, 5))

@@ -1,4 +1,5 @@
-"""Chapter 1's experiments: FFNs of several widths fitted to a random 'teacher' FFN."""
+"""Chapter 1's experiments: FFNs of several widths fitted to a random 'teacher' FFN; and the
+worked example's dot products written out term by term."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from torch import nn
 from onelayer.ffn import FeedForward
 from onelayer.stack import FeedForwardStack
 from onelayer.train import fit, seeded
+
+
+def written_dot(x: torch.Tensor, w: torch.Tensor) -> str:
+    """The dot product x·w written out term by term at one decimal, negative numbers in
+    brackets: ``0.6×0.5 + (-0.5)×0.5 + …`` (the sum itself is left to the caller)."""
+    def number(v: float) -> str:
+        return f"({v:.1f})" if v < 0 else f"{v:.1f}"
+
+    return " + ".join(f"{number(a)}×{number(b)}" for a, b in zip(x.tolist(), w.tolist()))
 
 
 def teacher_task(

@@ -23,7 +23,7 @@ def _column(d: Diagram, x: float, top: float, values: list[float], head: str,
 
 
 @drawing
-def ffn_diagram(token: str = "鱼", detector: int = 2) -> Diagram:
+def ffn_diagram(token: str = "鱼", detector: int = 3) -> Diagram:
     """x_token (4 numbers) → 16 detectors (h = x·W1 + b1, each a column of W1: a key) →
     GELU → W2 (each row a value) → the output (4 numbers), with the chapter's own FFN; one
     detector's key and value drawn as lines."""
@@ -50,8 +50,8 @@ def ffn_diagram(token: str = "鱼", detector: int = 2) -> Diagram:
            color=KEY_COLOUR)
     d.text(xs[3], out[-1][1] - 0.45, f"值 $v_{detector}$\n$W_2$ 的第 {detector} 行",
            size=SMALL, color=VALUE_COLOUR)
-    d.text(2.5, 0.25, "$W_1$ [4, 16] 升维：16 个探测器给 $x$ 打分    "
-           "$W_2$ [16, 4] 降维：输出 = Σ GELU($h_i$)·$v_i$", size=SMALL, color=MUTED)
+    d.text(2.5, 0.25, "$W_1$ [4, 16] 升维：16 个探测器各算一个预激活值    "
+           "$W_2$ [16, 4] 降维：输出 = Σ GELU($h_i$)·$v_i$ + $b_2$", size=SMALL, color=MUTED)
     return d
 
 
