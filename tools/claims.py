@@ -274,8 +274,12 @@ def sweep(names: list[str], groups: int, jobs: int) -> None:
 
 
 def save(results: dict) -> None:
-    RESULTS.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n",
+    """Write the results whole: a chapter run reading them (a notebook quoting a rate) never
+    sees half a file."""
+    partial = RESULTS.with_suffix(".json.partial")
+    partial.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n",
                        encoding="utf-8")
+    partial.replace(RESULTS)
 
 
 def claim_rows(entry: dict) -> list[tuple[dict, int, int, dict[str, tuple[float, float]]]]:

@@ -55,8 +55,9 @@ TAUGHT_IN = {
 CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")
 # Whole modules: the activation functions (chapter 2), the 宋词 corpus (chapter 10) and the
 # book's machinery.
-TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.exercises": 0,
-                  "onelayer.book.runtime": 0, "onelayer.songci": 10}
+TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.diagrams": 0,
+                  "onelayer.book.exercises": 0, "onelayer.book.runtime": 0,
+                  "onelayer.songci": 10}
 
 
 def cells(path: Path) -> list[dict]:
@@ -157,3 +158,111 @@ def test_prose_guard_counts_list_items_apart():
     text = "一段 {glue:text}`a` {glue:text}`b`\n- 项 {glue:text}`c`\n\n| {glue:text}`d` |"
     units = prose_units(text)
     assert [len(GLUE.findall(u)) for u in units] == [2, 1]
+
+
+# The pages that show a learner no machinery (DESIGN.md, "The main line and the depth"); the
+# other chapters join as they are rewritten.
+MACHINERY_FREE = ["01_ffn", "02_activation", "03_residual", "04_layernorm", "errata"]
+SETUP_PROSE = re.compile(r"onelayer\.setup|第一个代码单元")
+
+
+def is_visible(cell: dict) -> bool:
+    """A code cell whose source the HTML book shows unfolded."""
+    return cell["cell_type"] == "code" and not set(cell["metadata"].get("tags", [])) & FOLDED
+
+
+def machinery_in_view(notebook: list[dict]) -> list[str]:
+    """What a learner would read that is not the lesson: extra or unexplained asserts,
+    validation demos, unexplained seed helpers, glue dumps, setup prose, helpers first."""
+    found = []
+    code = [c for c in notebook if c["cell_type"] == "code"]
+    for i, cell in enumerate(notebook):
+        source = "".join(cell["source"])
+        tags = set(cell["metadata"].get("tags", []))
+        if cell["cell_type"] == "markdown":
+            if SETUP_PROSE.search(source):
+                found.append(f"单元 {i}：讲环境设置的文字")
+            continue
+        if re.search(r"\bshow_glued\(", source) and not tags & {"remove-cell", "remove-output"}:
+            found.append(f"单元 {i}：show_glued 的输出在书页上可见")
+        if not is_visible(cell):
+            continue
+        lines = source.splitlines()
+        asserts = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)]
+        if len(asserts) > 1:
+            found.append(f"单元 {i}：{len(asserts)} 个 assert（可见的单元至多一个）")
+        for node in asserts:
+            if "#" not in lines[node.end_lineno - 1]:
+                found.append(f"单元 {i}：assert 没有说明结论的注释")
+        if any(isinstance(n, ast.Try) for n in ast.walk(ast.parse(source))):
+            found.append(f"单元 {i}：演示报错的 try/except")
+        for line in lines:
+            if "experiment_seeds(" in line and "#" not in line:
+                found.append(f"单元 {i}：experiment_seeds 没有注释说明")
+        if cell is code[0] and any(isinstance(n, ast.FunctionDef | ast.ClassDef)
+                                   for n in ast.walk(ast.parse(source))):
+            found.append(f"单元 {i}：第一个代码单元里定义了函数")
+    return found
+
+
+@pytest.mark.parametrize("name", MACHINERY_FREE)
+def test_a_learner_reads_no_machinery(name):
+    found = machinery_in_view(cells(ROOT / "chapters" / f"{name}.ipynb"))
+    assert found == [], f"{name}：" + "；".join(found)
+
+
+def test_machinery_guard_sees_each_kind():
+    def code(source, tags=()):
+        return {"cell_type": "code", "source": source, "metadata": {"tags": list(tags)}}
+
+    notebook = [
+        code("import onelayer\ndef row(x):\n    return x"),
+        {"cell_type": "markdown", "source": "第一个代码单元调用 onelayer.setup()", "metadata": {}},
+        code("assert a  # 一致\nassert b  # 也一致"),
+        code("assert a"),
+        code("try:\n    f()\nexcept ValueError as e:\n    print(e)"),
+        code("seeds = experiment_seeds(5)"),
+        code("show_glued('x')", tags=["hide-input"]),
+        code("assert a\nassert b\nshow_glued('x')", tags=["remove-cell"]),
+        code("seeds = experiment_seeds(5)  # 种子 0…4\nassert err < 1e-6  # 与 PyTorch 一致"),
+    ]
+    found = machinery_in_view(notebook)
+    assert [f.split("：")[0] for f in found] == [
+        "单元 0", "单元 1", "单元 2", "单元 3", "单元 4", "单元 5", "单元 6"]
+
+
+def unrendered_emphasis(markdown: str) -> list[str]:
+    """Bold markers that CommonMark leaves as text, e.g. a closing ** after full-width
+    punctuation and before a character (**要点：**这里); directives' bodies are read too."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    parser = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
+    found = []
+    for token in parser.parse(markdown):
+        if token.type in ("fence", "code_block") and token.info.startswith("{"):
+            body = re.sub(r"^:[\w-]+:.*$", "", token.content, flags=re.M)
+            found += unrendered_emphasis(body)
+        elif token.type == "inline":
+            found += [t.content for t in token.children if t.type == "text" and "**" in t.content]
+    return found
+
+
+PAGES = [*CHAPTERS, *sorted((ROOT / "chapters").glob("*.md")), ROOT / "intro.md",
+         ROOT / "chapters" / "errata.ipynb"]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_bold_is_rendered(path):
+    if path.suffix == ".md":
+        markdown = [path.read_text(encoding="utf-8")]
+    else:
+        markdown = ["".join(c["source"]) for c in cells(path) if c["cell_type"] == "markdown"]
+    found = [hit for md in markdown for hit in unrendered_emphasis(md)]
+    assert found == [], f"没有渲染成粗体的 **（把全角标点移到 ** 外面）：{found}"
+
+
+def test_bold_guard_sees_full_width_punctuation():
+    assert unrendered_emphasis("**要点：**这里") != []
+    assert unrendered_emphasis("**要点**：这里，`a**2`，$x**2$") == []
+    assert unrendered_emphasis(":::{dropdown} 深入\n**注意：**这里\n:::") != []

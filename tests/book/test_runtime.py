@@ -1,3 +1,4 @@
+import json
 import random
 
 import numpy as np
@@ -43,3 +44,13 @@ def test_show_glued_prints_the_values_the_prose_quotes(monkeypatch, capsys):
     onelayer.glue("ex_b", [0.0, 4.0])
     onelayer.show_glued(prefix="ex_")
     assert capsys.readouterr().out == "ex_a = 1，ex_b = [0.0, 4.0]\n"
+
+
+def test_swept_total_adds_a_quantity_over_the_groups(tmp_path):
+    group = {"claims": {"c/0": {"held": True, "values": {"n": [2.0, 2.0], "m": [0.5, 0.5]}},
+                        "c/1": {"held": True, "values": {"k": [1.0, 1.0]}}}}
+    results = {"chapters": {"03": {"groups": {"0": group, "1000": group}}}}
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    assert runtime.swept_total("03", "n", path) == (4, 2)
+    assert runtime.swept_total("03", "absent", path) == (0, 0)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,17 @@ def show_glued(*names: str, prefix: str | None = None) -> None:
     if prefix is not None:
         names += tuple(name for name in _glued if name.startswith(prefix))
     print("，".join(f"{name} = {_glued[name]}" for name in names))
+
+
+def swept_total(chapter: str, quantity: str, path: str | Path = "claims.json"
+                ) -> tuple[int, int]:
+    """The claim sweep's total of one recorded quantity over its seed groups, and how many
+    groups recorded it: the rate a chapter states beside this run's count (``make claims``
+    writes chapters/claims.json; a notebook runs in chapters/, hence the default path)."""
+    entry = json.loads(Path(path).read_text(encoding="utf-8"))["chapters"][chapter]
+    values = [record["values"][quantity][0] for group in entry["groups"].values()
+              for record in group["claims"].values() if quantity in record["values"]]
+    return int(sum(values)), len(values)
 
 
 def show_source(function: Any) -> None:
