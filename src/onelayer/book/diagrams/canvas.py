@@ -40,8 +40,9 @@ VALUE_MAP = mpl.colormaps["RdBu_r"]
 # Text size in points; 9 pt at the phone's 75 % is still 9 px.
 SIZE = 9
 SMALL = 8
-# The widest diagram, so that at 75 % it fits a 390 px phone's column without scrolling.
-MAX_WIDTH = 5.0
+# The widest diagram, so that at 75 % it fits a 390 px phone's 358 px column without
+# scrolling (4.6 in + margins = 338 pt = 451 px, drawn at 338 px).
+MAX_WIDTH = 4.6
 
 SVG_RC = {"svg.fonttype": "path", "svg.hashsalt": "onelayer", "svg.image_inline": True}
 

@@ -14,7 +14,7 @@ VALUE_COLOUR = "#c0612b"
 
 
 def _column(d: Diagram, x: float, top: float, values: list[float], head: str,
-            width: float = 0.5, height: float = 0.21) -> list[tuple[float, float]]:
+            width: float = 0.46, height: float = 0.21) -> list[tuple[float, float]]:
     """A tensor as a column of cells under its heading; returns the cells' centres."""
     d.text(x, top + 0.32, head, size=SMALL)
     centre = top - len(values) * height / 2
@@ -29,28 +29,28 @@ def ffn_diagram(token: str = "鱼", detector: int = 3) -> Diagram:
     detector's key and value drawn as lines."""
     ffn, x = sentence_ffn(), sentence_x()[TOKENS.index(token)]
     trace = trace_ffn(ffn, x)
-    d = Diagram(5.0, 4.6, f"FFN 的升维与降维（{token}）")
-    top = 3.95
-    xs = (0.45, 1.85, 3.15, 4.55)
+    d = Diagram(4.6, 4.75, f"FFN 的升维与降维（{token}）")
+    top = 4.1
+    xs = (0.4, 1.72, 2.88, 4.2)
     ins = _column(d, xs[0], top - 1.26, x.tolist(), f"$x$（{token}）\n[4]")
     pre = _column(d, xs[1], top, trace.pre.tolist(), "$h = xW_1 + b_1$\n[16] 预激活值")
     post = _column(d, xs[2], top, trace.post.tolist(), "GELU($h$)\n[16]")
     out = _column(d, xs[3], top - 1.26, trace.out.tolist(), "FFN($x$)\n[4]")
     i = detector - 1
     for cx, cy in ins:  # detector i reads every dimension of x through its key
-        d.line([(cx + 0.25, cy), (pre[i][0] - 0.25, pre[i][1])], color=KEY_COLOUR, width=0.9)
+        d.line([(cx + 0.23, cy), (pre[i][0] - 0.23, pre[i][1])], color=KEY_COLOUR, width=0.9)
     for cx, cy in out:  # and writes GELU(h_i) times its value into every output dimension
-        d.line([(post[i][0] + 0.25, post[i][1]), (cx - 0.25, cy)], color=VALUE_COLOUR,
+        d.line([(post[i][0] + 0.23, post[i][1]), (cx - 0.23, cy)], color=VALUE_COLOUR,
                width=0.9)
-    d.arrow((pre[i][0] + 0.27, pre[i][1]), (post[i][0] - 0.27, post[i][1]))
+    d.arrow((pre[i][0] + 0.26, pre[i][1]), (post[i][0] - 0.26, post[i][1]))
     for centres in (pre, post):
         cx, cy = centres[i]
-        d.box(cx, cy, 0.58, 0.25, kind="stream", filled=False)
+        d.box(cx, cy, 0.54, 0.25, kind="stream", filled=False)
     d.text(xs[0], ins[-1][1] - 0.45, f"键 $k_{detector}$\n$W_1$ 的第 {detector} 列", size=SMALL,
            color=KEY_COLOUR)
     d.text(xs[3], out[-1][1] - 0.45, f"值 $v_{detector}$\n$W_2$ 的第 {detector} 行",
            size=SMALL, color=VALUE_COLOUR)
-    d.text(2.5, 0.25, "$W_1$ [4, 16] 升维：16 个探测器各算一个预激活值    "
+    d.text(2.3, 0.25, "$W_1$ [4, 16] 升维：16 个探测器各算一个预激活值\n"
            "$W_2$ [16, 4] 降维：输出 = Σ GELU($h_i$)·$v_i$ + $b_2$", size=SMALL, color=MUTED)
     return d
 
@@ -61,17 +61,17 @@ def position_wise_diagram() -> Diagram:
     ffn, X = sentence_ffn(), sentence_x()
     with torch.no_grad():
         Y = ffn(X)
-    d = Diagram(5.0, 2.7, "逐位置：每个词元各自过同一个 FFN")
-    xs = (0.85, 2.5, 4.15)
+    d = Diagram(4.6, 2.7, "逐位置：每个词元各自过同一个 FFN")
+    xs = (0.75, 2.3, 3.85)
     for x, token, row, y_row in zip(xs, TOKENS, X.tolist(), Y.tolist()):
         d.text(x, 2.5, token)
-        d.cells(x, 2.15, row, cell=0.36)
+        d.cells(x, 2.15, row, cell=0.34)
         d.arrow((x, 1.94), (x, 1.62))
-        d.box(x, 1.4, 1.3, 0.4, "FFN", kind="weight")
+        d.box(x, 1.4, 1.2, 0.4, "FFN", kind="weight")
         d.arrow((x, 1.18), (x, 0.86))
-        d.cells(x, 0.65, y_row, cell=0.36)
-    d.box(2.5, 1.4, 4.85, 0.62, kind="note", dashed=True, filled=False)
-    d.text(2.5, 0.2, "三个 FFN 是同一组 $W_1, b_1, W_2, b_2$；位置之间没有连线", size=SMALL,
+        d.cells(x, 0.65, y_row, cell=0.34)
+    d.box(2.3, 1.4, 4.5, 0.62, kind="note", dashed=True, filled=False)
+    d.text(2.3, 0.2, "三个 FFN 是同一组 $W_1, b_1, W_2, b_2$；位置之间没有连线", size=SMALL,
            color=MUTED)
     return d
 
@@ -87,36 +87,36 @@ def gated_ffn_diagram(d_model: int = 512, d_ff: int = 2048) -> Diagram:
     """The plain FFN (W1 → activation → W2) beside the gated one (gate_proj and up_proj →
     ⊙ → down_proj), each with its parameter count (no biases) under it."""
     plain, gated = _count(False, d_model, d_ff), _count(True, d_model, d_ff)
-    d = Diagram(5.0, 3.9, "普通 FFN 与门控 FFN")
-    left, right = 1.15, 3.6
+    d = Diagram(4.6, 3.9, "普通 FFN 与门控 FFN")
+    left, right = 1.0, 3.4
     shape_up, shape_down = f"[{d_model}, {d_ff}]", f"[{d_ff}, {d_model}]"
     d.text(left, 3.7, "普通 FFN")
     d.text(right, 3.7, "门控 FFN（SwiGLU）")
     # Plain: x → W1 → GELU → W2 → y
     d.box(left, 3.3, 0.9, 0.3, "$x$", kind="stream")
     d.arrow((left, 3.15), (left, 2.95))
-    d.box(left, 2.75, 1.9, 0.38, f"$W_1$ {shape_up}", kind="weight", size=SMALL)
+    d.box(left, 2.75, 1.8, 0.38, f"$W_1$ {shape_up}", kind="weight", size=SMALL)
     d.arrow((left, 2.56), (left, 2.32))
     d.box(left, 2.12, 1.1, 0.36, "GELU", kind="activation", size=SMALL)
     d.arrow((left, 1.94), (left, 1.34))
-    d.box(left, 1.14, 1.9, 0.38, f"$W_2$ {shape_down}", kind="weight", size=SMALL)
+    d.box(left, 1.14, 1.8, 0.38, f"$W_2$ {shape_down}", kind="weight", size=SMALL)
     d.arrow((left, 0.95), (left, 0.75))
     d.box(left, 0.58, 0.9, 0.3, "$y$", kind="stream")
     # Gated: x → gate_proj → SiLU ┐
     #        x → up_proj ────────┴→ ⊙ → down_proj → y
-    gate, up = right - 0.62, right + 0.62
+    gate, up = right - 0.6, right + 0.6
     d.box(right, 3.3, 0.9, 0.3, "$x$", kind="stream")
     d.arrow((right - 0.2, 3.15), (gate, 2.95))
     d.arrow((right + 0.2, 3.15), (up, 2.95))
-    d.box(gate, 2.75, 1.15, 0.38, f"gate_proj\n{shape_up}", kind="weight", size=SMALL)
-    d.box(up, 2.75, 1.15, 0.38, f"up_proj\n{shape_up}", kind="weight", size=SMALL)
+    d.box(gate, 2.75, 1.1, 0.38, f"gate_proj\n{shape_up}", kind="weight", size=SMALL)
+    d.box(up, 2.75, 1.1, 0.38, f"up_proj\n{shape_up}", kind="weight", size=SMALL)
     d.arrow((gate, 2.56), (gate, 2.32))
     d.box(gate, 2.12, 0.8, 0.36, "SiLU", kind="activation", size=SMALL)
     d.op(right, 1.66, "*")
     d.arrow((gate, 1.94), (right - 0.12, 1.72))
     d.arrow((up, 2.56), (right + 0.12, 1.72))
     d.arrow((right, 1.52), (right, 1.34))
-    d.box(right, 1.14, 1.9, 0.38, f"down_proj {shape_down}", kind="weight", size=SMALL)
+    d.box(right, 1.14, 1.8, 0.38, f"down_proj {shape_down}", kind="weight", size=SMALL)
     d.arrow((right, 0.95), (right, 0.75))
     d.box(right, 0.58, 0.9, 0.3, "$y$", kind="stream")
     d.text(left, 0.17, f"2·{d_model}·{d_ff} = {plain:,} 个参数", size=SMALL, color=INK)

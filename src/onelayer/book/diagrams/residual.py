@@ -30,7 +30,7 @@ def residual_block_diagram() -> Diagram:
     d.op(x, 0.96, "+")
     d.line([(x, 2.3), (x, 2.2), (x + 0.95, 2.2), (x + 0.95, 0.96)], color=STREAM)
     d.arrow((x + 0.95, 0.96), (x + 0.14, 0.96), color=STREAM)
-    d.text(x + 1.02, 1.65, "捷径\n（恒等）", size=SMALL, color=MUTED, ha="left")
+    d.text(x + 1.02, 1.65, "恒等\n捷径", size=SMALL, color=MUTED, ha="left")
     d.arrow((x, 0.82), (x, 0.68))
     d.box(x, 0.5, 1.3, 0.3, "$y = x + f(x)$", kind="stream", size=SMALL)
     return d
@@ -38,41 +38,41 @@ def residual_block_diagram() -> Diagram:
 
 @drawing
 def unrolled_paths_diagram() -> Diagram:
-    """Two residual blocks, and the same computation drawn as its four paths from x to the
-    output (Veit et al. 2016): through neither block, f1 only, f2 only, f1 then f2."""
-    d = Diagram(5.0, 3.6, "两个残差块展开成四条路径")
-    # Left: the stack.
-    x = 0.8
-    d.text(x, 3.4, "两个残差块")
-    d.box(x, 3.02, 0.6, 0.28, "$x$", kind="stream")
-    for top, name in ((2.72, "$f_1$"), (1.62, "$f_2$")):
+    """Two residual blocks, and their derivative (I + J2)(I + J1) = I + J1 + J2 + J2·J1 drawn
+    as four paths from x to the output (Veit et al. 2016): each block taken by its shortcut
+    or by its branch. Exact for the gradient; for the forward values f2 reads x + f1(x)."""
+    d = Diagram(4.6, 3.85, "两个残差块展开成四条路径")
+    x = 0.65
+    d.text(x, 3.65, "两个残差块")
+    d.box(x, 3.27, 0.6, 0.28, "$x$", kind="stream")
+    for top, name in ((2.97, "$f_1$"), (1.87, "$f_2$")):
         d.arrow((x, top + 0.16), (x, top - 0.1))
-        d.box(x, top - 0.28, 0.7, 0.36, name, kind="weight")
+        d.box(x, top - 0.28, 0.66, 0.36, name, kind="weight")
         d.arrow((x, top - 0.46), (x, top - 0.72))
         d.op(x, top - 0.86, "+")
-        d.line([(x, top + 0.06), (x + 0.62, top + 0.06), (x + 0.62, top - 0.86)], color=STREAM)
-        d.arrow((x + 0.62, top - 0.86), (x + 0.14, top - 0.86), color=STREAM)
-    d.arrow((x, 0.62), (x, 0.44))
-    d.box(x, 0.3, 0.6, 0.28, "$z$", kind="stream")
-    d.text(2.0, 1.9, "=", size=14)
-    # Right: four lanes from x to one sum.
-    lanes = (2.55, 3.25, 3.95, 4.65)
-    top, bottom = 3.02, 0.62
-    d.text(3.6, 3.4, "展开：2² = 4 条路径")
-    d.box(3.6, top, 0.6, 0.28, "$x$", kind="stream")
-    d.op(3.6, bottom, "+")
+        d.line([(x, top + 0.06), (x + 0.58, top + 0.06), (x + 0.58, top - 0.86)], color=STREAM)
+        d.arrow((x + 0.58, top - 0.86), (x + 0.14, top - 0.86), color=STREAM)
+    d.arrow((x, 0.87), (x, 0.69))
+    d.box(x, 0.55, 0.6, 0.28, "$z$", kind="stream")
+    d.text(1.65, 2.05, "展开\n→", size=SMALL, color=MUTED)
+    centre, lanes = 3.2, (2.3, 2.9, 3.5, 4.1)
+    top, bottom = 3.27, 0.95
+    d.text(centre, 3.65, "四条路径：每块走捷径或走分支")
+    d.box(centre, top, 0.6, 0.28, "$x$", kind="stream")
+    d.op(centre, bottom, "+")
     stages = ((), ("$f_1$",), ("$f_2$",), ("$f_1$", "$f_2$"))
     for lane, names in zip(lanes, stages):
-        d.line([(3.6, top - 0.14), (lane, top - 0.42)], color=STREAM)
+        d.line([(centre, top - 0.14), (lane, top - 0.42)], color=STREAM)
         y = top - 0.42
-        places = {1: (1.85,), 2: (2.3, 1.4)}.get(len(names), ())
+        places = {1: (2.1,), 2: (2.55, 1.65)}.get(len(names), ())
         for name, cy in zip(names, places):
             d.line([(lane, y), (lane, cy + 0.17)], color=STREAM)
-            d.box(lane, cy, 0.5, 0.34, name, kind="weight")
+            d.box(lane, cy, 0.46, 0.34, name, kind="weight")
             y = cy - 0.17
         d.arrow((lane, y), (lane, bottom + 0.36), color=STREAM)
-        d.line([(lane, bottom + 0.36), (3.6, bottom + 0.12)], color=STREAM)
-    d.arrow((3.6, bottom - 0.14), (3.6, bottom - 0.34))
-    d.text(3.6, 0.1, "$z = x + f_1(x) + f_2\\,(x + f_1(x))$：$f_2$ 读的是两条路径的和",
-           size=SMALL, color=MUTED)
+        d.line([(lane, bottom + 0.36), (centre, bottom + 0.12)], color=STREAM)
+    d.arrow((centre, bottom - 0.14), (centre, bottom - 0.3))
+    d.box(centre, bottom - 0.44, 0.6, 0.28, "$z$", kind="stream")
+    d.text(2.3, 0.12, "梯度逐项成立：$(I + J_2)(I + J_1) = I + J_1 + J_2 + J_2 J_1$；"
+           "前向时 $f_2$ 读的是 $x + f_1(x)$", size=SMALL, color=MUTED)
     return d
