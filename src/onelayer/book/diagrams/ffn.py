@@ -108,18 +108,18 @@ def gated_ffn_diagram(d_model: int = 512, d_ff: int = 2048) -> Diagram:
     d.box(right, 3.3, 0.9, 0.3, "$x$", kind="stream")
     d.arrow((right - 0.2, 3.15), (gate, 2.95))
     d.arrow((right + 0.2, 3.15), (up, 2.95))
-    d.box(gate, 2.75, 1.1, 0.38, f"gate_proj\n{shape_up}", kind="weight", size=SMALL)
-    d.box(up, 2.75, 1.1, 0.38, f"up_proj\n{shape_up}", kind="weight", size=SMALL)
+    for centre, name in ((gate, "gate_proj（$W_1$）"), (up, "up_proj（$W_3$）")):
+        d.box(centre, 2.75, 1.1, 0.38, f"{name}\n{shape_up}", kind="weight", size=SMALL)
     d.arrow((gate, 2.56), (gate, 2.32))
     d.box(gate, 2.12, 0.8, 0.36, "SiLU", kind="activation", size=SMALL)
     d.op(right, 1.66, "*")
     d.arrow((gate, 1.94), (right - 0.12, 1.72))
     d.arrow((up, 2.56), (right + 0.12, 1.72))
     d.arrow((right, 1.52), (right, 1.34))
-    d.box(right, 1.14, 1.8, 0.38, f"down_proj {shape_down}", kind="weight", size=SMALL)
+    d.box(right, 1.14, 1.8, 0.38, f"down_proj（$W_2$）{shape_down}", kind="weight", size=SMALL)
     d.arrow((right, 0.95), (right, 0.75))
     d.box(right, 0.58, 0.9, 0.3, "$y$", kind="stream")
     d.text(left, 0.17, f"2·{d_model}·{d_ff} = {plain:,} 个参数", size=SMALL, color=INK)
-    d.text(right, 0.17, f"3·{d_model}·{d_ff} = {gated:,}（+{gated / plain - 1:.0%}）",
+    d.text(right, 0.17, f"3·{d_model}·{d_ff} = {gated:,} 个（+{gated / plain - 1:.0%}）",
            size=SMALL, color=INK)
     return d
