@@ -14,6 +14,7 @@ from onelayer.chapters.ch03_residual import (
     error_rate,
     layer_grad_norms,
     mean_pairwise_cosine,
+    relative_spread,
     seed_table,
     seeded_mlp,
 )
@@ -31,6 +32,26 @@ def test_same_seed_gives_plain_and_residual_the_same_weights():
         assert torch.equal(p, q)
     x = torch.randn(5, 2)
     assert not torch.allclose(plain(x), residual(x))
+
+
+def test_he_variants_share_their_weights_and_differ_only_in_the_shortcut():
+    plain, residual = seeded_mlp("plain_he", 4, seed=7), seeded_mlp("residual_he", 4, seed=7)
+    assert residual.shortcut and not plain.shortcut and residual.init == plain.init == "he"
+    for p, q in zip(plain.parameters(), residual.parameters()):
+        assert torch.equal(p, q)
+    with torch.random.fork_rng(devices=[]):     # seeded_mlp = DeepMLP built in seeded(seed)
+        torch.manual_seed(7)
+        again = DeepMLP(4, shortcut=True, init="he")
+    for p, q in zip(again.parameters(), residual.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_relative_spread_is_the_mean_distance_to_the_mean_row_over_its_length():
+    h = torch.tensor([[1.0, 0.0], [3.0, 0.0]])          # 平均 [2, 0]，每行离它 1
+    assert relative_spread(h) == pytest.approx(0.5)
+    assert relative_spread(torch.ones(4, 3)) == 0.0
+    with pytest.raises(ValueError, match="n ≥ 2"):
+        relative_spread(torch.ones(1, 3))
 
 
 def test_layer_grad_norms_match_backward():

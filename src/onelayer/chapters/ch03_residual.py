@@ -28,6 +28,7 @@ VARIANTS = {
     "residual": (True, "default", False),
     "plain": (False, "default", False),
     "plain_he": (False, "he", False),
+    "residual_he": (True, "he", False),
     "residual_ln": (True, "default", True),
     "plain_ln": (False, "default", True),
 }
@@ -68,6 +69,17 @@ def mean_pairwise_cosine(h: torch.Tensor) -> torch.Tensor:
     n = h.shape[-2]
     total = (unit.sum(-2) ** 2).sum(-1)  # Σ_ij cos(h_i, h_j)，含 i = j 的 n 项（各为 1）
     return (total - n) / (n * (n - 1))
+
+
+@torch.no_grad()
+def relative_spread(h: torch.Tensor) -> float:
+    """How far the rows of ``h`` [n, d] are from their mean row, relative to its size:
+    mean over rows of ‖h_i − h̄‖, divided by ‖h̄‖ (0 when all rows are equal); float64."""
+    if h.dim() != 2 or h.shape[0] < 2:
+        raise ValueError(f"h 应为形状 [n, d]、n ≥ 2 的矩阵，实际形状为 {list(h.shape)}")
+    h = h.double()
+    mean = h.mean(0)
+    return ((h - mean).norm(dim=-1).mean() / mean.norm().clamp_min(1e-300)).item()
 
 
 def display_width(text: str) -> int:
