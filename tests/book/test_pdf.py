@@ -24,8 +24,9 @@ import book_pdf  # noqa: E402
 import make_pdf  # noqa: E402
 
 # The book's pages, in the order of the table of contents.
-CHAPTERS = sorted((ROOT / "chapters").glob("0*.ipynb"))
-APPENDICES = ["chapters/glossary.md", "chapters/errata.ipynb", "chapters/references.md"]
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+APPENDICES = ["chapters/glossary.md", "chapters/errata.ipynb", "chapters/reproducibility.md",
+              "chapters/references.md"]
 # Far fewer than the book has (about 230 A4 pages): a PDF of one chapter would fail.
 MIN_PAGES = 120
 # Kangxi radicals and the CJK radicals supplement: look-alikes of ideographs.
