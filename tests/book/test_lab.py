@@ -192,6 +192,8 @@ def test_chapter_in_jupyterlab(browser, lab, name):
         players = page.locator(".jp-NotebookPanel .jp-Notebook .frame-player")
         n_players = saved_frame_players(notebook)
         assert n_players >= 1
+        for i in with_widgets:  # Lab draws an off-screen cell's widgets only once it is near
+            bring_into_view(cells.nth(i))
         page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel "
                                ".jp-Notebook .frame-player').length === n", arg=n_players,
                                timeout=60_000)
