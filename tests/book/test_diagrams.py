@@ -5,21 +5,33 @@ chapters' own tensors."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
 
 import onelayer.book.diagrams as diagrams
 from onelayer.book.diagrams.canvas import MAX_WIDTH, Diagram
-from onelayer.data import TOKENS, sentence_ffn, sentence_x
+from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+from onelayer.data import TOKENS, facts_corpus, sentence_ffn, sentence_x
 from onelayer.ffn import trace_ffn
 
 DRAWINGS = [name for name in diagrams.__all__ if name != "Diagram"]
 
 
+def chapter7_config():
+    return facts_gpt_config(facts_corpus(n_subjects=32, n_relations=8, seed=0))
+
+
+def draw(name):
+    """A drawing with the arguments its chapter gives it."""
+    args = (chapter7_config(),) if name == "tiny_gpt_diagram" else ()
+    return getattr(diagrams, name)(*args)
+
+
 @pytest.fixture(scope="module", params=DRAWINGS)
 def drawn(request):
-    return getattr(diagrams, request.param)()
+    return draw(request.param)
 
 
 def test_svg_is_vector_self_contained_and_repeatable(drawn):
@@ -69,7 +81,39 @@ def test_bad_sizes_and_symbols_are_refused():
 def test_drawing_leaves_the_random_state_alone():
     for name in DRAWINGS:
         torch.manual_seed(0)
-        getattr(diagrams, name)()
+        draw(name)
         after = torch.rand(3)
         torch.manual_seed(0)
         assert torch.equal(after, torch.rand(3)), f"{name} 改变了随机数的状态"
+
+
+def test_the_attention_picture_shows_the_hand_calculation():
+    X = sentence_x()
+    A = torch.softmax((X @ X.T / 2).masked_fill(~torch.ones(3, 3, dtype=torch.bool).tril(),
+                                                 float("-inf")), dim=-1)
+    shown = diagrams.attention_diagram().texts
+    for value in [*A.flatten().tolist(), *(A @ X).flatten().tolist()]:
+        assert f"{value:.2f}".replace("-", "−") in shown
+    assert "0.48" in shown  # 鱼 looks at itself with the hand calculation's 0.478
+
+
+def test_every_head_gets_its_own_queries_keys_and_values():
+    shown = diagrams.head_split_diagram().texts
+    for name in "QKV":
+        assert {f"${name}^{{(0)}}$", f"${name}^{{(1)}}$"} <= set(shown)
+
+
+def test_the_gpt_picture_carries_the_model_sizes():
+    config = chapter7_config()
+    shown = " ".join(diagrams.tiny_gpt_diagram(config).texts)
+    assert f"[{config.vocab_size}, {config.block.d_model}]" in shown
+    assert f"×{config.n_layers}" in shown and "→128→" in shown
+    with pytest.raises(ValueError, match="norm_position"):
+        post = replace(config, block=replace(config.block, norm_position="post"))
+        diagrams.tiny_gpt_diagram(post)
+
+
+def test_the_four_placements_are_drawn():
+    shown = diagrams.norm_placements_diagram().texts
+    assert {"Post-LN", "Pre-LN", "DeepNorm", "Sandwich-LN", "×α"} <= set(shown)
+    assert shown.count("LN") == 5  # one LayerNorm in each, two in the sandwich

@@ -2,17 +2,25 @@
 function draws one idea with the chapter's own tensors and returns a ``Diagram``, which a
 notebook shows as SVG."""
 
+from onelayer.book.diagrams.attention import attention_diagram, head_split_diagram
+from onelayer.book.diagrams.blocks import block_norms_diagram, norm_placements_diagram
 from onelayer.book.diagrams.canvas import Diagram
 from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
+from onelayer.book.diagrams.gpt import tiny_gpt_diagram
 from onelayer.book.diagrams.norms import layernorm_geometry_diagram
 from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
 
 __all__ = [
     "Diagram",
+    "attention_diagram",
+    "block_norms_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
+    "head_split_diagram",
     "layernorm_geometry_diagram",
+    "norm_placements_diagram",
     "position_wise_diagram",
     "residual_block_diagram",
+    "tiny_gpt_diagram",
     "unrolled_paths_diagram",
 ]

@@ -1,0 +1,107 @@
+"""Chapters 6 and 8: where the LayerNorm sits in a residual sublayer — Post-Norm and
+Pre-Norm blocks side by side, and the four placements of chapter 8."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from onelayer.book.diagrams.canvas import MUTED, SMALL, Diagram, drawing
+
+STREAM = "#6b6b6b"
+LN = ("LayerNorm", "norm")
+DROPOUT = ("Dropout", "note")
+ATTENTION = ("多头自注意力", "attention")
+FFN = ("FFN", "weight")
+
+
+def _boxes(d: Diagram, x: float, y: float, boxes: Sequence[tuple[str, str]], w: float,
+           step: float, h: float) -> float:
+    """Boxes one under another from y down, an arrow into each; returns the last bottom."""
+    for label, kind in boxes:
+        d.arrow((x, y), (x, y - step + h))
+        centre = y - step + h / 2
+        d.box(x, centre, w, h, label, kind=kind, size=SMALL)
+        y = centre - h / 2
+    return y
+
+
+def sublayer(d: Diagram, x: float, top: float, branch: Sequence[tuple[str, str]],
+             after: Sequence[tuple[str, str]] = (), shortcut: str = "", w: float = 1.0,
+             offset: float = 0.66, step: float = 0.36, h: float = 0.24) -> float:
+    """One residual sublayer drawn downwards from the stream's point (x, top): the branch's
+    boxes, ⊕ with the shortcut from (x, top) (labelled, e.g. ×α), then the boxes after the
+    sum; returns the y where the stream leaves it."""
+    y = _boxes(d, x, top, branch, w, step, h)
+    radius = 0.13
+    y_add = y - step + h - radius
+    d.arrow((x, y), (x, y_add + radius))
+    d.op(x, y_add, "+", radius=radius)
+    d.line([(x, top), (x + offset, top), (x + offset, y_add)], color=STREAM)
+    d.arrow((x + offset, y_add), (x + radius, y_add), color=STREAM)
+    if shortcut:
+        d.text(x + offset + 0.05, (top + y_add) / 2, shortcut, size=SMALL, color=MUTED,
+               ha="left")
+    return _boxes(d, x, y_add - radius, after, w, step, h)
+
+
+POST_BLOCK = (([ATTENTION, DROPOUT], (LN,)), ([FFN, DROPOUT], (LN,)))
+PRE_BLOCK = (([LN, ATTENTION, DROPOUT], ()), ([LN, FFN, DROPOUT], ()))
+
+
+@drawing
+def block_norms_diagram() -> Diagram:
+    """A Post-Norm block, LayerNorm(x + Dropout(Sublayer(x))), beside a Pre-Norm block,
+    x + Dropout(Sublayer(LayerNorm(x))), each sublayer's output dropped out before ⊕; a
+    Pre-Norm stack ends with one more LayerNorm (ln_f), a Post-Norm one needs none."""
+    d = Diagram(4.6, 4.75, "后置归一化与前置归一化的块")
+    top = 4.1
+    for x, title, block, formula in (
+            (0.95, "后置归一化（Post-Norm）", POST_BLOCK,
+             "$\\mathrm{LN}(x + \\mathrm{Dropout}(f(x)))$"),
+            (3.2, "前置归一化（Pre-Norm）", PRE_BLOCK,
+             "$x + \\mathrm{Dropout}(f(\\mathrm{LN}(x)))$")):
+        d.text(x + 0.2, top + 0.55, title)
+        d.box(x, top + 0.26, 0.5, 0.24, "$x$", kind="stream", size=SMALL)
+        y = top - 0.04
+        d.line([(x, top + 0.14), (x, y)])
+        for branch, after in block:
+            y = sublayer(d, x, y, branch, after)
+        d.box(x + 0.25, (top + y) / 2, 1.75, top - y + 0.1, kind="note", dashed=True,
+              filled=False)
+        d.text(x + 1.1, top - 0.15, "×N", size=SMALL, color=MUTED, ha="right")
+        d.text(x + 0.25, y - 0.2, formula, size=SMALL, color=MUTED)
+    bottom = y - 0.36
+    d.arrow((0.95, bottom), (0.95, bottom - 0.2))
+    d.text(0.95, bottom - 0.45, "最后一步已是 LN，\n不需要 ln_f", size=SMALL, color=MUTED)
+    d.arrow((3.2, bottom), (3.2, bottom - 0.2))
+    d.box(3.2, bottom - 0.32, 1.3, 0.24, "ln_f（LayerNorm）", kind="norm", size=SMALL)
+    d.text(3.2, bottom - 0.6, "残差流此前从没被归一化", size=SMALL, color=MUTED)
+    return d
+
+
+F = ("$f$", "weight")
+SMALL_LN = ("LN", "norm")
+PLACEMENTS = (
+    ("Post-LN", [F], (SMALL_LN,), "", "$\\mathrm{LN}(x + f(x))$"),
+    ("Pre-LN", [SMALL_LN, F], (), "", "$x + f(\\mathrm{LN}(x))$"),
+    ("DeepNorm", [F], (SMALL_LN,), "×α", "$\\mathrm{LN}(\\alpha x + f(x))$"),
+    ("Sandwich-LN", [SMALL_LN, F, SMALL_LN], (), "", "$x + \\mathrm{LN}(f(\\mathrm{LN}(x)))$"),
+)
+
+
+@drawing
+def norm_placements_diagram() -> Diagram:
+    """One residual sublayer f (attention or FFN) with its LayerNorm in four places:
+    Post-LN, Pre-LN, DeepNorm (the shortcut scaled by α > 1 before the sum) and
+    Sandwich-LN (a second LayerNorm on the branch's output)."""
+    d = Diagram(4.6, 2.75, "LayerNorm 的四种摆法")
+    for i, (title, branch, after, shortcut, formula) in enumerate(PLACEMENTS):
+        x = 0.45 + 1.17 * i
+        d.text(x + 0.15, 2.6, title, size=SMALL)
+        d.box(x, 2.32, 0.4, 0.24, "$x$", kind="stream", size=SMALL)
+        y = sublayer(d, x, 2.2, branch, after, shortcut=shortcut, w=0.56, offset=0.42)
+        d.arrow((x, y), (x, 0.52))
+        d.text(x + 0.15, 0.28, formula, size=SMALL)
+    d.text(2.3, 0.04, "$f$：注意力或 FFN；LN：LayerNorm；DeepNorm 的 $\\alpha > 1$", size=SMALL,
+           color=MUTED)
+    return d
