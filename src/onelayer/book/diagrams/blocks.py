@@ -9,7 +9,8 @@ from onelayer.book.diagrams.canvas import MUTED, SMALL, Diagram, drawing
 
 STREAM = "#6b6b6b"
 LN = ("LayerNorm", "norm")
-DROPOUT = ("Dropout", "note")
+LN_1, LN_2 = ("$\\mathrm{LN}_1$（LayerNorm）", "norm"), ("$\\mathrm{LN}_2$（LayerNorm）", "norm")
+DROPOUT = ("暂退 Drop", "note")
 ATTENTION = ("多头自注意力", "attention")
 FFN = ("FFN", "weight")
 
@@ -44,33 +45,36 @@ def sublayer(d: Diagram, x: float, top: float, branch: Sequence[tuple[str, str]]
     return _boxes(d, x, y_add - radius, after, w, step, h)
 
 
-POST_BLOCK = (([ATTENTION, DROPOUT], (LN,)), ([FFN, DROPOUT], (LN,)))
-PRE_BLOCK = (([LN, ATTENTION, DROPOUT], ()), ([LN, FFN, DROPOUT], ()))
+POST_BLOCK = (([ATTENTION, DROPOUT], (LN_1,)), ([FFN, DROPOUT], (LN_2,)))
+PRE_BLOCK = (([LN_1, ATTENTION, DROPOUT], ()), ([LN_2, FFN, DROPOUT], ()))
 
 
 @drawing
 def block_norms_diagram() -> Diagram:
-    """A Post-Norm block, LayerNorm(x + Dropout(Sublayer(x))), beside a Pre-Norm block,
-    x + Dropout(Sublayer(LayerNorm(x))), each sublayer's output dropped out before ⊕; a
+    """A Post-Norm block, LN(x + Drop(Sublayer(x))), beside a Pre-Norm block,
+    x + Drop(Sublayer(LN(x))), with chapter 6's names (h after the attention sublayer, y
+    after the FFN's), each sublayer's output dropped out before ⊕; a
     Pre-Norm stack ends with one more LayerNorm (ln_f), a Post-Norm one needs none."""
     d = Diagram(4.6, 4.75, "后置归一化与前置归一化的块")
     top = 4.1
     for x, title, block, formula in (
             (0.95, "后置归一化（Post-Norm）", POST_BLOCK,
-             "$\\mathrm{LN}(x + \\mathrm{Dropout}(f(x)))$"),
+             "$\\mathrm{LN}(x + \\mathrm{Drop}(F(x)))$"),
             (3.2, "前置归一化（Pre-Norm）", PRE_BLOCK,
-             "$x + \\mathrm{Dropout}(f(\\mathrm{LN}(x)))$")):
+             "$x + \\mathrm{Drop}(F(\\mathrm{LN}(x)))$")):
         d.text(x + 0.2, top + 0.55, title)
         d.box(x, top + 0.26, 0.5, 0.24, "$x$", kind="stream", size=SMALL)
         y = top - 0.04
         d.line([(x, top + 0.14), (x, y)])
-        for branch, after in block:
-            y = sublayer(d, x, y, branch, after)
-        d.box(x + 0.25, (top + y) / 2, 1.75, top - y + 0.1, kind="note", dashed=True,
+        for (branch, after), name in zip(block, ("$h$", "$y$")):
+            y = sublayer(d, x, y, branch, after, w=1.1)
+            d.text(x - 0.6, y - 0.06, name, size=SMALL, ha="right")
+        d.line([(x, y), (x, y - 0.2)])
+        d.box(x + 0.25, (top + y) / 2 - 0.08, 1.75, top - y + 0.26, kind="note", dashed=True,
               filled=False)
         d.text(x + 1.1, top - 0.15, "×N", size=SMALL, color=MUTED, ha="right")
-        d.text(x + 0.25, y - 0.2, formula, size=SMALL, color=MUTED)
-    bottom = y - 0.36
+        d.text(x + 0.25, y - 0.38, formula, size=SMALL, color=MUTED)
+    bottom = y - 0.54
     d.arrow((0.95, bottom), (0.95, bottom - 0.2))
     d.text(0.95, bottom - 0.45, "最后一步已是 LN，\n不需要 ln_f", size=SMALL, color=MUTED)
     d.arrow((3.2, bottom), (3.2, bottom - 0.2))
