@@ -46,11 +46,14 @@ def test_show_glued_prints_the_values_the_prose_quotes(monkeypatch, capsys):
     assert capsys.readouterr().out == "ex_a = 1，ex_b = [0.0, 4.0]\n"
 
 
-def test_swept_total_adds_a_quantity_over_the_groups(tmp_path):
+def test_swept_total_adds_a_quantity_once_per_group(tmp_path):
     group = {"claims": {"c/0": {"held": True, "values": {"n": [2.0, 2.0], "m": [0.5, 0.5]}},
-                        "c/1": {"held": True, "values": {"k": [1.0, 1.0]}}}}
+                        "c/1": {"held": True, "values": {"k": [1.0, 1.0], "n": [5.0, 5.0]}}}}
     results = {"chapters": {"03": {"groups": {"0": group, "1000": group}}}}
     path = tmp_path / "claims.json"
     path.write_text(json.dumps(results), encoding="utf-8")
     assert runtime.swept_total("03", "n", path) == (4, 2)
     assert runtime.swept_total("03", "absent", path) == (0, 0)
+    assert runtime.swept_total("04", "n", path) == (0, 0)               # not swept yet
+    assert runtime.swept_total("03", "n", tmp_path / "none.json") == (0, 0)
+    assert runtime.swept_values("03", "k", path) == [1.0, 1.0]

@@ -14,10 +14,13 @@ from onelayer.chapters.ch07_tiny_gpt import (
     facts_gpt_config,
     ffn_activations,
     ffn_off,
+    greedy_cycle,
     head_ablation,
     heads_off,
     key_value_probe,
     previous_token_weight,
+    role_of,
+    swapped_subject_weight,
     train_facts_models,
     value_hits,
 )
@@ -197,8 +200,10 @@ def test_head_ablation_summarises_what_it_measured():
     model, corpus = noisy_model_and_corpus()
     a = head_ablation(model, corpus, threshold=0.3)
     assert a.subject_weight.shape == (4,) and a.without_head.shape == (4,)
-    for w in (a.previous_at_relations, a.previous_elsewhere):
-        assert w.shape == (4,) and bool(((w >= 0) & (w <= 1)).all())
+    maps = attention_maps(model, fact_queries(corpus, context=2)[0])       # T = 10
+    assert a.previous.shape == (4, 8)
+    for t in range(1, 9):
+        assert torch.allclose(a.previous[:, t - 1], previous_token_weight(maps, [t]))
     assert a.recall == pytest.approx(fact_recall(model, corpus))
     assert a.subject_heads == [h for h in range(4) if a.subject_weight[h] > 0.3]
     assert a.top_head == int(a.subject_weight.argmax())
@@ -217,6 +222,36 @@ def test_ablation_bad_arguments_raise_value_error():
         attention_maps(model, IDX, layer=1)
     with pytest.raises(ValueError, match="threshold 应在"):
         head_ablation(model, corpus, threshold=1.5)
+    with pytest.raises(ValueError, match="context 应为正整数"):
+        head_ablation(model, corpus, context=0)
     attention_only, _ = noisy_model_and_corpus(d_ff=0)
     with pytest.raises(ValueError, match="没有 FFN"), ffn_off(attention_only):
         pass
+
+
+def test_roles_follow_the_sentences():
+    assert [role_of(t) for t in range(10)] == ["subject", "relation", "object", "period"] * 2 \
+        + ["subject", "relation"]
+
+
+def test_swapped_subject_weight_reads_the_question_with_an_object_before_the_relation():
+    model, corpus = noisy_model_and_corpus()
+    prompts, _ = fact_queries(corpus, context=2)
+    objects = torch.tensor(corpus.encode("".join(sorted(set(corpus.facts.values())))))
+    prompts[:, -2] = objects[torch.arange(len(prompts)) % len(objects)]
+    expected = attention_maps(model, prompts)[:, 3, -1, -2].mean().item()
+    assert swapped_subject_weight(model, corpus, head=3) == pytest.approx(expected)
+    assert swapped_subject_weight(model, corpus, head=3) != pytest.approx(
+        attention_maps(model, fact_queries(corpus, context=2)[0])[:, 3, -1, -2].mean().item())
+
+
+def test_greedy_cycle_finds_where_the_text_repeats():
+    model, corpus = noisy_model_and_corpus()
+    prompt = corpus.encode(corpus.sentences()[0][:2])
+    ids, start, period = greedy_cycle(model, prompt, 60)
+    assert ids == model.generate(prompt, 60, top_k=1) and len(ids) == 62
+    if period is None:
+        pytest.fail("a random 16-token window model should cycle within 60 tokens")
+    first = start - 1                                       # 1-based → index
+    assert all(ids[j] == ids[j - period] for j in range(first + period, len(ids)))
+    assert first == 0 or ids[first - 1] != ids[first - 1 + period]   # and not earlier

@@ -71,14 +71,25 @@ def show_glued(*names: str, prefix: str | None = None) -> None:
     print("，".join(f"{name} = {_glued[name]}" for name in names))
 
 
+def swept_values(chapter: str, quantity: str, path: str | Path = "claims.json") -> list[float]:
+    """One recorded quantity of the claim sweep, one value per seed group: the first assert of
+    the group that compared it, its smallest value there (``make claims`` writes
+    chapters/claims.json; a notebook runs in chapters/, hence the default path). Empty while
+    the chapter has not been swept (a chapter running inside the sweep reads a partial file)."""
+    path = Path(path)
+    results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    groups = results.get("chapters", {}).get(chapter, {}).get("groups", {})
+    return [next(record["values"][quantity][0] for record in group["claims"].values()
+                 if quantity in record["values"])
+            for group in groups.values()
+            if any(quantity in record["values"] for record in group["claims"].values())]
+
+
 def swept_total(chapter: str, quantity: str, path: str | Path = "claims.json"
                 ) -> tuple[int, int]:
     """The claim sweep's total of one recorded quantity over its seed groups, and how many
-    groups recorded it: the rate a chapter states beside this run's count (``make claims``
-    writes chapters/claims.json; a notebook runs in chapters/, hence the default path)."""
-    entry = json.loads(Path(path).read_text(encoding="utf-8"))["chapters"][chapter]
-    values = [record["values"][quantity][0] for group in entry["groups"].values()
-              for record in group["claims"].values() if quantity in record["values"]]
+    groups recorded it: the rate a chapter states beside this run's count."""
+    values = swept_values(chapter, quantity, path)
     return int(sum(values)), len(values)
 
 

@@ -165,6 +165,26 @@ def value_hits(memories: Sequence[NeuronMemory], pairing: Sequence[int] | None =
     return sum(m.key_answers[0] in v for m, v in zip(memories, values)) / len(memories)
 
 
+def greedy_cycle(model: TinyGPT, prompt: list[int], n_new: int
+                 ) -> tuple[list[int], int | None, int | None]:
+    """Greedy continuation of ``prompt`` by ``n_new`` tokens, and where it starts repeating
+    itself token for token: (tokens, the 1-based token where the cycle starts, its period), or
+    (tokens, None, None). Greedy decoding is a function of the last block_size tokens, so once
+    such a window comes back, everything after it repeats."""
+    ids = model.generate(prompt, n_new, top_k=1)
+    window = model.config.block_size
+    seen: dict[tuple[int, ...], int] = {}
+    for end in range(window, len(ids) + 1):
+        key = tuple(ids[end - window:end])
+        if key in seen:
+            period = end - seen[key]
+            start = next(i for i in range(period, len(ids))          # 从这里起逐字重复
+                         if all(ids[j] == ids[j - period] for j in range(i, len(ids))))
+            return ids, start - period + 1, period
+        seen[key] = end
+    return ids, None, None
+
+
 # ---- attention in the trained model: which head carries the subject, and what ablation shows ----
 # A fact query ends with "subject relation" (猫吃); the answer is predicted at the relation's
 # position, which must fetch the subject from the position before it. Switching a head off
@@ -241,14 +261,36 @@ def ffn_off(model: TinyGPT, layer: int = 0) -> Iterator[TinyGPT]:
         handle.remove()
 
 
+ROLES = ("subject", "relation", "object", "period")  # 一句“猫吃桃。”里四个位置的角色
+
+
+def role_of(t: int) -> str:
+    """The role of position t in a fact prompt: sentences of four characters from position 0."""
+    return ROLES[t % 4]
+
+
+@torch.no_grad()
+def swapped_subject_weight(model: TinyGPT, corpus: FactsCorpus, head: int, context: int = 2,
+                           layer: int = 0) -> float:
+    """The weight ``head`` gives to the previous token at the question's relation when the
+    question's subject is replaced by an object character ("……。桃吃", never seen in training):
+    does the head look at the previous token, or at the subject?"""
+    prompts, _ = fact_queries(corpus, context)
+    objects = torch.tensor(corpus.encode("".join(sorted(set(corpus.facts.values())))))
+    swapped = prompts.clone()
+    swapped[:, -2] = objects[torch.arange(len(prompts)) % len(objects)]
+    return attention_maps(model, swapped.to(model.tok.weight.device), layer)[:, head, -1, -2
+                                                                            ].mean().item()
+
+
 @dataclass(frozen=True)
 class HeadAblation:
     """One trained model: where its heads look, and the recall without each of them."""
 
     subject_weight: torch.Tensor  # [n_heads]: mean weight from the last position to the subject
-    previous_at_relations: torch.Tensor  # [n_heads]: on the previous token, at the context's
-    #                                      relation characters (not the question's)
-    previous_elsewhere: torch.Tensor  # [n_heads]: on the previous token, at subjects, objects, 。
+    previous: torch.Tensor  # [n_heads, T − 2]: mean weight on the previous token at the
+    #                         query positions 1 … T − 2 (their roles: role_of; the last
+    #                         position, the question's relation, is subject_weight)
     recall: float  # all heads on
     without_head: torch.Tensor  # [n_heads]: recall with that one head zeroed
     without_subject_heads: float  # every head whose subject weight > threshold zeroed
@@ -275,21 +317,19 @@ class HeadAblation:
 @torch.no_grad()
 def head_ablation(model: TinyGPT, corpus: FactsCorpus, threshold: float = 0.5,
                   context: int = 2, layer: int = 0) -> HeadAblation:
-    """Attention weights on the subject (and on the previous token at the other positions:
-    the context's relation characters, and the rest) and fact recall with heads (or the FFN)
-    switched off, on ``fact_queries(corpus, context)``."""
+    """Attention weights on the subject (and on the previous token at the other positions,
+    by role) and fact recall with heads (or the FFN) switched off, on
+    ``fact_queries(corpus, context)`` (``context`` ≥ 1 sentences before the question)."""
     if not 0 < threshold < 1:
         raise ValueError(f"threshold 应在 (0, 1) 之间，实际为 {threshold}")
+    check_positive_int("context", context)
     prompts, _ = fact_queries(corpus, context)
     prompts = prompts.to(model.tok.weight.device)
     weights = attention_maps(model, prompts, layer)
     subject = weights[:, :, -1, -2].mean(0).cpu()          # 最后一个位置 → 主语（倒数第二个）
-    T = weights.shape[-1]                                  # 主语、关系、宾语、句号轮流出现
-    relations = [t for t in range(1, T - 1) if t % 4 == 1]
-    elsewhere = [t for t in range(1, T - 1) if t % 4 != 1]
-    at_relations = (previous_token_weight(weights, relations).cpu() if relations
-                    else torch.full((weights.shape[1],), float("nan")))
-    previous = previous_token_weight(weights, elsewhere).cpu()
+    T = weights.shape[-1]
+    previous = torch.stack([previous_token_weight(weights, [t]) for t in range(1, T - 1)],
+                           dim=1).cpu()
     n_heads = subject.numel()
     proj = _block(model, layer).attn.proj
     with evaluating(model), recorded(proj, which="input") as merged:
@@ -308,7 +348,7 @@ def head_ablation(model: TinyGPT, corpus: FactsCorpus, threshold: float = 0.5,
         with ffn_off(model, layer):
             without_ffn = fact_recall(model, corpus, context)
     return HeadAblation(
-        subject_weight=subject, previous_at_relations=at_relations, previous_elsewhere=previous,
+        subject_weight=subject, previous=previous,
         recall=fact_recall(model, corpus, context),
         without_head=torch.tensor([recall_with([h]) for h in range(n_heads)]),
         without_subject_heads=recall_with(carriers), without_other_heads=recall_with(others),
