@@ -105,5 +105,6 @@ def head_split_diagram() -> Diagram:
     d.box(centre, 0.45, 1.1, 0.3, f"$W_O$ [{d_model}, {d_model}]", kind="weight", size=SMALL)
     d.arrow((centre, 0.3), (centre, 0.13))
     d.text(centre, 0.02, f"输出 [3, {d_model}]", size=SMALL)
-    d.text(3.0, 0.45, f"每个头只用\n$d_k = d/h = {d_k}$ 列", size=SMALL, color=MUTED, ha="left")
+    d.text(0.02, 4.22, f"每个头只用 Q、K、V\n各自的 $d_k = d/h = {d_k}$ 列", size=SMALL,
+           color=MUTED, ha="left", va="top")
     return d
