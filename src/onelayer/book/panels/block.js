@@ -3,7 +3,7 @@
   "use strict";
   const P = window.onelayerPanels, { el, num, slider, radios, checkbox, select } = P.ui;
   const PARAM_NAMES = { attention: "注意力", ffn: "FFN", norms: "归一化" };
-  const FLOP_NAMES = { attention_proj: "注意力的投影", attention_scores: "注意力打分与加权", ffn: "FFN" };
+  const FLOP_NAMES = { attention_proj: "注意力的投影", attention_scores: "注意力分数与加权", ffn: "FFN" };
   const COLORS = { attention: "#1f77b4", attention_proj: "#1f77b4", attention_scores: "#9ec3e6",
                    ffn: "#ff7f0e", norms: "#2ca02c" };
 

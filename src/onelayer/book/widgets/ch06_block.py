@@ -13,7 +13,7 @@ from onelayer.book.widgets.frames import frame_player
 from onelayer.params import block_flops, block_parameter_breakdown
 
 BLOCK_PART_NAMES = {"attention": "注意力", "ffn": "FFN", "norms": "归一化"}
-BLOCK_FLOP_NAMES = {"attention_proj": "注意力的投影", "attention_scores": "注意力打分与加权",
+BLOCK_FLOP_NAMES = {"attention_proj": "注意力的投影", "attention_scores": "注意力分数与加权",
                     "ffn": "FFN"}
 BLOCK_COLORS = {"attention": "tab:blue", "attention_proj": "tab:blue",
                 "attention_scores": "lightsteelblue", "ffn": "tab:orange", "norms": "tab:green"}
