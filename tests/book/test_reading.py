@@ -42,7 +42,8 @@ TAUGHT_IN = {
     "pre_norm": 6, "post_norm": 6, "norm_sublayer": 6, "GPTConfig": 6, "TinyGPT": 6,
     "torch_encoder_layer": 6,
     # 7 the tiny GPT: data, loss, training loop, generation
-    "facts_corpus": 7, "lm_loss": 7, "TinyGPTStack": 7, "gpt2_lm_head_model": 7, "KVCache": 7,
+    "facts_corpus": 7, "lm_loss": 7, "train_lm": 7, "TinyGPTStack": 7, "gpt2_lm_head_model": 7,
+    "KVCache": 7,
     # 8 norm positions
     "deep_norm": 8, "deepnorm_constants": 8, "sandwich_norm": 8,
     # 9 today's layer: rotary positions, grouped-query attention, QK-norm
@@ -162,8 +163,9 @@ def test_prose_guard_counts_list_items_apart():
 
 # The pages that show a learner no machinery (DESIGN.md, "The main line and the depth"); the
 # other chapters join as they are rewritten.
-MACHINERY_FREE = ["01_ffn", "02_activation", "03_residual", "04_layernorm", "errata"]
-SETUP_PROSE = re.compile(r"onelayer\.setup|第一个代码单元")
+MACHINERY_FREE = ["01_ffn", "02_activation", "03_residual", "04_layernorm", "05_attention",
+                  "06_block", "07_tiny_gpt", "08_pre_post_norm", "errata"]
+SETUP_PROSE = re.compile(r"onelayer\.setup|第一个代码单元|本章所有数字都由下面的代码算出")
 
 
 def is_visible(cell: dict) -> bool:
@@ -218,6 +220,7 @@ def test_machinery_guard_sees_each_kind():
     notebook = [
         code("import onelayer\ndef row(x):\n    return x"),
         {"cell_type": "markdown", "source": "第一个代码单元调用 onelayer.setup()", "metadata": {}},
+        {"cell_type": "markdown", "source": "本章所有数字都由下面的代码算出。", "metadata": {}},
         code("assert a  # 一致\nassert b  # 也一致"),
         code("assert a"),
         code("try:\n    f()\nexcept ValueError as e:\n    print(e)"),
@@ -228,7 +231,7 @@ def test_machinery_guard_sees_each_kind():
     ]
     found = machinery_in_view(notebook)
     assert [f.split("：")[0] for f in found] == [
-        "单元 0", "单元 1", "单元 2", "单元 3", "单元 4", "单元 5", "单元 6"]
+        "单元 0", "单元 1", "单元 2", "单元 3", "单元 4", "单元 5", "单元 6", "单元 7"]
 
 
 def unrendered_emphasis(markdown: str) -> list[str]:
@@ -266,3 +269,55 @@ def test_bold_guard_sees_full_width_punctuation():
     assert unrendered_emphasis("**要点：**这里") != []
     assert unrendered_emphasis("**要点**：这里，`a**2`，$x**2$") == []
     assert unrendered_emphasis(":::{dropdown} 深入\n**注意：**这里\n:::") != []
+
+
+# A seed count in the prose ("4/5 个种子", "5 个种子里……有 4 个", "5 个种子都") holds for this
+# run's seeds only: the same paragraph, or the next, states the claim sweep's total over its
+# 20 groups, glued from onelayer.book.runtime.swept_total under a name starting with swept_.
+NUMBER = r"(?:\d+|\{glue(?::text)?\}`[^`]+`)"
+SEED_COUNT = re.compile(
+    rf"(?<![\w.\-]){NUMBER} ?/ ?(?:\{{glue(?::text)?\}}`[^`]*seed[^`]*`|\d+ ?(?=个|种子|组))"
+    rf"|{NUMBER}\s*个种子[^。；：]{{0,30}}?有\s*{NUMBER}\s*个|{NUMBER}\s*个种子(?:都|全)")
+SWEPT = re.compile(r"\{glue(?::text)?\}`swept_")
+
+
+def unrated_seed_counts(notebook: list[dict]) -> list[str]:
+    """Seed counts with no sweep total in their paragraph or the next; swept_ glue that is
+    not the sweep's."""
+    units = [re.sub(r"\$[^$]*\$", "", unit) for cell in notebook if cell["cell_type"] == "markdown"
+             for unit in prose_units("".join(cell["source"]))]
+    found = []
+    for i, unit in enumerate(units):
+        rated = SWEPT.search(unit) or (i + 1 < len(units) and SWEPT.search(units[i + 1]))
+        found += [match.group(0) for match in SEED_COUNT.finditer(unit)
+                  if not rated and ("种子" in unit or "seed" in match.group(0))]
+    for cell in notebook:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and re.search(r"glue\(\s*[\"']swept_", source) \
+                and "swept_total(" not in source:
+            found.append(f"swept_ 的数字不是结论扫描的：{source[:60]}")
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_seed_counts_come_with_the_sweep_rate(path):
+    found = unrated_seed_counts(cells(path))
+    assert found == [], f"种子数旁边没有结论扫描的总数：{found}"
+
+
+def test_seed_count_guard_sees_each_form():
+    def markdown(source):
+        return {"cell_type": "markdown", "source": source, "metadata": {}}
+
+    notebook = [
+        markdown("这次 {glue:text}`k`/{glue:text}`n_seeds` 个学到了。"),
+        markdown("5 个种子里练到 5% 以下的有 {glue:text}`k` 个。\n\n另一段，与种子无关。"),
+        markdown("换 8 个种子都成立。"),
+        markdown("4/5 个种子如此。\n\n结论扫描里 {glue:text}`swept_k`/{glue:text}`swept_n` 个。"),
+        markdown("学习率从 3e-3/45 升起，种子 5 个；$1/\\sqrt{d}$ 与种子无关。"),
+        {"cell_type": "code", "source": "glue('swept_k', 3)", "metadata": {}},
+    ]
+    found = unrated_seed_counts(notebook)
+    assert len(found) == 4 and found[:3] == [
+        "{glue:text}`k`/{glue:text}`n_seeds`",
+        "5 个种子里练到 5% 以下的有 {glue:text}`k` 个", "8 个种子都"]
