@@ -79,10 +79,12 @@ def swept_values(chapter: str, quantity: str, path: str | Path = "claims.json") 
     path = Path(path)
     results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     groups = results.get("chapters", {}).get(chapter, {}).get("groups", {})
-    return [next(record["values"][quantity][0] for record in group["claims"].values()
-                 if quantity in record["values"])
-            for group in groups.values()
-            if any(quantity in record["values"] for record in group["claims"].values())]
+    values = []
+    for group in groups.values():
+        recorded = [record["values"][quantity][0] for record in group["claims"].values()
+                    if quantity in record["values"]]
+        values += recorded[:1]
+    return values
 
 
 def swept_total(chapter: str, quantity: str, path: str | Path = "claims.json"

@@ -279,8 +279,8 @@ def swapped_subject_weight(model: TinyGPT, corpus: FactsCorpus, head: int, conte
     objects = torch.tensor(corpus.encode("".join(sorted(set(corpus.facts.values())))))
     swapped = prompts.clone()
     swapped[:, -2] = objects[torch.arange(len(prompts)) % len(objects)]
-    return attention_maps(model, swapped.to(model.tok.weight.device), layer)[:, head, -1, -2
-                                                                            ].mean().item()
+    maps = attention_maps(model, swapped.to(model.tok.weight.device), layer)
+    return maps[:, head, -1, -2].mean().item()
 
 
 @dataclass(frozen=True)
@@ -317,8 +317,8 @@ class HeadAblation:
 @torch.no_grad()
 def head_ablation(model: TinyGPT, corpus: FactsCorpus, threshold: float = 0.5,
                   context: int = 2, layer: int = 0) -> HeadAblation:
-    """Attention weights on the subject (and on the previous token at the other positions,
-    by role) and fact recall with heads (or the FFN) switched off, on
+    """Attention weights on the subject (and on the previous token at each other position)
+    and fact recall with heads (or the FFN) switched off, on
     ``fact_queries(corpus, context)`` (``context`` ≥ 1 sentences before the question)."""
     if not 0 < threshold < 1:
         raise ValueError(f"threshold 应在 (0, 1) 之间，实际为 {threshold}")
