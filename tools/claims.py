@@ -99,9 +99,23 @@ def source(cell: dict) -> str:
     return "".join(cell["source"])
 
 
+def code_tokens(text: str) -> str:
+    """The cell's code without its comments and layout: the tokens, one a line (indentation
+    kept as INDENT/DEDENT). A cell that does not tokenize is taken as it is."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    try:
+        tokens = [(tok.type, "" if tok.type in (tokenize.NEWLINE, tokenize.INDENT) else tok.string)
+                  for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                  if tok.type not in skip]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text
+    return "\n".join(f"{kind} {string}" for kind, string in tokens)
+
+
 def source_hash(notebook: dict) -> str:
-    """Changes whenever an experiment cell's code changes (its claims must then be re-run)."""
-    text = "\n\x00".join(source(c) for c in experiment_cells(notebook))
+    """Changes whenever an experiment cell's code changes (its claims must then be re-run);
+    not when only a comment or the layout changes (an assert's label is its comment)."""
+    text = "\n\x00".join(code_tokens(source(c)) for c in experiment_cells(notebook))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

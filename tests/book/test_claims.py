@@ -76,3 +76,15 @@ def test_recording_keeps_every_assert_and_its_quantities():
     assert record["x/1"]["held"] is True
     assert [ast.unparse(q) for q in claims.quantities(ast.parse("torch.all(r > 1)").body[0].value)
             ] == ["r"]
+
+
+def test_hash_ignores_comments_and_layout_only():
+    def notebook(*sources):
+        return {"cells": [{"cell_type": "code", "metadata": {"tags": ["experiment"]},
+                           "source": s} for s in sources]}
+
+    base = claims.source_hash(notebook("x = f(1)\nassert x < 2  # 结论\n"))
+    assert claims.source_hash(notebook("# 说明\nx = f( 1 )\n\nassert x < 2  # 另一句话\n")) == base
+    assert claims.source_hash(notebook("x = f(1)\nassert x < 3  # 结论\n")) != base
+    assert claims.source_hash(notebook("x = f(1)\nif x:\n    assert x < 2\n")) != \
+        claims.source_hash(notebook("x = f(1)\nif x:\n    pass\nassert x < 2\n"))
