@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,7 @@ OFFSET_STEP = 1000
 RUN_TIMEOUT, ATTEMPTS = 1200, 3  # seconds for one chapter run; tries per run
 PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
+HEADING_ANCHORS = 3  # myst_heading_anchors in _config.yml
 
 # Defined in the kernel before the chapter runs: each rewritten assert calls it.
 RECORDER = '''
@@ -340,23 +342,141 @@ def status(name: str, entry: dict | None) -> str:
     return "current"
 
 
+# A row's label is the assert's comment (claims_of). It must read as a sentence on its own:
+# no code, no fragment that leans on the line above ("……但不是 0"), at least a few words.
+# A claim about how many seeds did something says how many per group ("5 个种子里至少 3 个…"):
+# the table then adds the count over all seeds of all groups.
+FRAGMENT = ("……", "...", "…", "而", "但", "也", "且")
+MIN_LABEL = 8
+PER_GROUP = re.compile(r"(\d+) 个(?:种子|模型)(?:里|中)")
+
+
+def label_problem(claim: dict) -> str:
+    """Why the claim's label does not read on its own ("" when it does)."""
+    said = claim["statement"]
+    if said == claim["code"] or not re.search(r"[\u4e00-\u9fff]", said):
+        return "没有文字说明（断言旁没有注释）"
+    if said.startswith(FRAGMENT):
+        return "是半句话（接着上一条说）"
+    if len(said) < MIN_LABEL:
+        return f"太短（不到 {MIN_LABEL} 个字），离开上下文读不懂"
+    return ""
+
+
+def comparisons(test: ast.expr) -> dict[str, tuple[str, str]]:
+    """Each compared quantity (as ``quantities`` names it) → the comparison that bounds it
+    (the threshold a reader sets the observed range against) and, for all()/any(), which
+    values it bounds."""
+    if isinstance(test, ast.BoolOp):
+        return {q: c for value in test.values for q, c in comparisons(value).items()}
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return {q: (f"not ({c})", how) for q, (c, how) in comparisons(test.operand).items()}
+    if isinstance(test, ast.Call) and len(test.args) <= 1:
+        func = test.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        inner = test.args[0] if test.args else getattr(func, "value", None)
+        if name in ("all", "any") and inner is not None:
+            every = "（每个值）" if name == "all" else "（至少一个值）"
+            return {q: (c, every) for q, (c, _) in comparisons(inner).items()}
+    if isinstance(test, ast.Compare):
+        return {ast.unparse(q): (ast.unparse(test), "") for q in quantities(test)}
+    return {}
+
+
+def sections(notebook: dict) -> dict[str, tuple[str, str]]:
+    """Cell id → (title, anchor) of the section the cell is in. The anchor is the slug that
+    myst-parser gives the heading (myst_heading_anchors in _config.yml), so that
+    ``[…](chapter.ipynb#anchor)`` is checked by the build."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.mdit_to_docutils.base import default_slugify
+    from myst_parser.parsers.mdit import create_md_parser
+
+    parser = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath",
+                                                                "amsmath", "substitution"}),
+                              RendererHTML)
+    found, slugs, here = {}, set(), ("", "")
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            tokens = parser.parse(source(cell))
+            for opening, inline in zip(tokens, tokens[1:]):
+                if opening.type != "heading_open" or opening.level != 0:
+                    continue
+                title = "".join(child.content for child in inline.children or []
+                                if child.type in ("text", "code_inline"))
+                slug, i = default_slugify(title), 1
+                while slug in slugs:
+                    slug, i = f"{default_slugify(title)}-{i}", i + 1
+                slugs.add(slug)
+                if int(opening.tag[1:]) <= HEADING_ANCHORS:
+                    here = (inline.content, slug)
+        found[cell.get("id", "")] = here
+    return found
+
+
+def seed_count(claim: dict, entry: dict, q: str) -> tuple[int, int] | None:
+    """(seeds over all groups, of how many) for a claim whose label counts seeds per group
+    ("5 个种子里…") and whose quantity ``q`` is that count in every group."""
+    per_group = PER_GROUP.search(claim["statement"])
+    if per_group is None:
+        return None
+    n = int(per_group.group(1))
+    counts = [g["claims"].get(claim["key"], {}).get("values", {}).get(q) for g in
+              entry["groups"].values()]
+    if not counts or any(c is None or c[0] != c[1] or c[0] != int(c[0]) or not 0 <= c[0] <= n
+                         for c in counts):
+        return None
+    return int(sum(c[0] for c in counts)), n * len(counts)
+
+
+def count_quantity(claim: dict, entry: dict, ranges: dict) -> tuple[str, int, int] | None:
+    """The first compared quantity that counts seeds (not a median, mean or extreme of them)."""
+    for q in ranges:
+        if re.search(r"\b(median|mean|min|max)\(", q):
+            continue
+        total = seed_count(claim, entry, q)
+        if total is not None:
+            return (q, *total)
+    return None
+
+
+def row(name: str, claim: dict, held: int, runs: int, ranges: dict, entry: dict,
+        where: tuple[str, str]) -> list[str]:
+    """One claim: its label (linked to the section it checks), then what held, the bound and
+    the range seen, and for seed counts the count over all seeds."""
+    problem = label_problem(claim)
+    label = claim["statement"] if not problem else f"`{claim['code']}`（这一条还没有文字说明）"
+    _, anchor = where
+    linked = f"[{label}]({name}.ipynb#{anchor})" if anchor else label
+    bounds = comparisons(ast.parse(claim["code"], mode="eval").body)
+    details = [f"{held}/{runs} 组成立"]
+    for q, (lo, hi) in ranges.items():
+        seen = number(lo) if lo == hi else f"{number(lo)} ~ {number(hi)}"
+        bound, every = bounds.get(q, (q, ""))
+        details.append(f"要求 `{cell_text(bound)}`{every}，各组 {seen}" if bound != q
+                       else f"`{cell_text(q)}`：各组 {seen}")
+    counted = count_quantity(claim, entry, ranges)
+    if counted:
+        q, total, of = counted
+        details.append(f"全部 {len(entry['groups'])} 组的种子合计：**{total}/{of}**")
+    return [f"- {linked}", "  " + "；".join(details)]
+
+
 def table(results: dict) -> str:
     parts = [START, ""]
     for name in swept_chapters():
         entry = results["chapters"].get(name)
+        notebook = load(CHAPTERS / f"{name}.ipynb")
         parts += [f"(claims-ch{name[:2]})=", f"### 第 {int(name[:2])} 章 {chapter_title(name)}", ""]
         said = status(name, entry)
         if said != "current":
             parts += [said, ""]
         if said == "current" or said.startswith("扫描还没有完成"):
-            parts += ["| 结论 | 成立的组 | 比较的量：各组的最小值 ~ 最大值 |", "|---|---|---|"]
+            where = sections(notebook)
             for claim, held, runs, ranges in claim_rows(entry):
                 if shown(claim, ranges):
-                    seen = "；".join(f"`{cell_text(q)}`：{number(lo)} ~ {number(hi)}"
-                                    for q, (lo, hi) in ranges.items()) or "—"
-                    said_as = claim["statement"]
-                    said_as = f"`{said_as}`" if said_as == claim["code"] else said_as
-                    parts.append(f"| {cell_text(said_as)} | {held}/{runs} | {seen} |")
+                    cell = claim["key"].split("/")[0]
+                    parts += row(name, claim, held, runs, ranges, entry, where.get(cell, ("", "")))
             parts.append("")
     return "\n".join(parts + [END])
 
