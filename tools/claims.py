@@ -451,7 +451,7 @@ def row(name: str, claim: dict, held: int, runs: int, ranges: dict, entry: dict,
     bounds = comparisons(ast.parse(claim["code"], mode="eval").body)
     details = [f"{held}/{runs} 组成立"]
     for q, (lo, hi) in ranges.items():
-        seen = number(lo) if lo == hi else f"{number(lo)} ~ {number(hi)}"
+        seen = number(lo) if number(lo) == number(hi) else f"{number(lo)} ~ {number(hi)}"
         bound, every = bounds.get(q, (q, ""))
         details.append(f"要求 `{cell_text(bound)}`{every}，各组 {seen}" if bound != q
                        else f"`{cell_text(q)}`：各组 {seen}")
@@ -459,7 +459,7 @@ def row(name: str, claim: dict, held: int, runs: int, ranges: dict, entry: dict,
     if counted:
         q, total, of = counted
         details.append(f"全部 {len(entry['groups'])} 组的种子合计：**{total}/{of}**")
-    return [f"- {linked}", "  " + "；".join(details)]
+    return [f"- {linked}\\", "  " + "；".join(details)]   # "\\" ends the line: details below
 
 
 def table(results: dict) -> str:
