@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from onelayer.checks import check_flag, check_last_dim, check_positive_int, check_probability
+from onelayer.checks import check_flag, check_input, check_positive_int, check_probability
 from onelayer.norms import RMSNorm
 from onelayer.rope import apply_rope, check_d_head, check_theta, rope_angles
 
@@ -147,7 +147,7 @@ class CausalSelfAttention(nn.Module):
         """Queries [..., n_heads, T, d_head], keys and values [..., n_kv_heads, T, d_head], as
         the scores use them: queries and keys normalised (``qk_norm``) and rotated to positions
         past … past + T − 1 (``rope_theta``)."""
-        check_last_dim(x, self.d_model)
+        check_input(x, self.d_model, self.qkv.weight.dtype, sequence=True)
         kv_width = self.n_kv_heads * self.d_head
         q, k, v = self.qkv(x).split([self.d_model, kv_width, kv_width], dim=-1)
         q, k = self.split_heads(q, self.n_heads), self.split_heads(k, self.n_kv_heads)
@@ -193,8 +193,9 @@ class CausalSelfAttention(nn.Module):
         causal mask; with ``cache`` (or inside ``caching``) the keys and values of earlier
         positions come from it, and this call's are appended to it."""
         cache = cache if cache is not None else self.cache
-        t, past = x.shape[-2], len(cache) if cache is not None else 0
+        past = len(cache) if cache is not None else 0
         q, k, v = self.heads(x, past)                   # 新的位置接着缓存里的往后数
+        t = x.shape[-2]
         if cache is not None:
             k, v = cache.extend(k, v)                   # 缓存只存 n_kv_heads 个头
         if mask is not None:

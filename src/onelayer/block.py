@@ -21,6 +21,7 @@ from onelayer.checks import (
     check_flag,
     check_positive_int,
     check_probability,
+    check_type,
 )
 from onelayer.ffn import FeedForward
 from onelayer.norms import LayerNorm, RMSNorm
@@ -99,7 +100,7 @@ class BlockConfig:
 class TransformerBlock(nn.Module):
     def __init__(self, config: BlockConfig) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_type("config", config, BlockConfig)
         self.ln_1 = config.make_norm()
         self.attn = CausalSelfAttention(
             config.d_model, config.n_heads, config.bias, config.dropout,

@@ -122,6 +122,8 @@ class FactsCorpus:
         return [self.vocab.index(c) for c in text]
 
     def decode(self, ids: list[int]) -> str:
+        if any(not 0 <= i < len(self.vocab) for i in ids):
+            raise ValueError(f"词元编号应在 [0, {len(self.vocab)}) 内，实际为 {list(ids)[:8]}")
         return "".join(self.vocab[i] for i in ids)
 
     def sentences(self) -> list[str]:

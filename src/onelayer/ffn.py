@@ -15,7 +15,7 @@ from onelayer.activations import GLU_VARIANTS, get_activation
 from onelayer.checks import (
     check_choice,
     check_flag,
-    check_last_dim,
+    check_input,
     check_positive_int,
     check_probability,
 )
@@ -75,7 +75,7 @@ class FeedForward(nn.Module):
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
         """What W2 reads, shape [..., d_ff]: act(x·W1 + b1), times (x·W3 + b3) when gated."""
-        check_last_dim(x, self.d_model)
+        check_input(x, self.d_model, self.w1.weight.dtype)
         h = self.act(self.w1(x))  # act(x·W1 + b1)
         if self.w3 is not None:
             h = h * self.w3(x)  # act(x·W1 + b1) ⊙ (x·W3 + b3)
@@ -132,7 +132,7 @@ class FFNTrace:
 @torch.no_grad()
 def trace_ffn(ffn: FeedForward, x: torch.Tensor) -> FFNTrace:
     """Run ``ffn`` on ``x`` (dropout off) and keep the intermediates."""
-    check_last_dim(x, ffn.d_model)
+    check_input(x, ffn.d_model, ffn.w1.weight.dtype)
     pre = ffn.w1(x)
     post = ffn.act(pre)
     up = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from onelayer.checks import check_choice, check_last_dim, check_positive_int
+from onelayer.checks import check_choice, check_input, check_positive_int
 from onelayer.ffn import FeedForward
 from onelayer.norms import LayerNorm
 from onelayer.residual import residual_add
@@ -73,7 +73,7 @@ class DeepMLP(nn.Module):
 
     def stream(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The stream h after the embedding and after each FFN layer (n_layers + 1 tensors)."""
-        check_last_dim(x, self.d_in, "d_in")
+        check_input(x, self.d_in, self.embed.weight.dtype, "d_in")
         h = self.embed(x)
         states = [h]
         for i, ffn in enumerate(self.layers):

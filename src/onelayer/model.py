@@ -7,6 +7,7 @@ and keys by position instead (Llama, Qwen)."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -15,7 +16,14 @@ from torch import nn
 
 from onelayer.attention import LayerCache
 from onelayer.block import BlockConfig, TransformerBlock
-from onelayer.checks import check_choice, check_flag, check_positive_int
+from onelayer.checks import (
+    check_choice,
+    check_flag,
+    check_id_range,
+    check_positive_int,
+    check_tensor,
+    check_type,
+)
 
 GPT_INITS = ("gpt2", "xavier")
 
@@ -34,8 +42,7 @@ class GPTConfig:
         check_positive_int("vocab_size", self.vocab_size)
         check_positive_int("block_size", self.block_size)
         check_positive_int("n_layers", self.n_layers)
-        if not isinstance(self.block, BlockConfig):
-            raise ValueError(f"block 应为 BlockConfig，实际为 {type(self.block).__name__}")
+        check_type("block", self.block, BlockConfig)
         check_choice("init", self.init, GPT_INITS)
         check_flag("position_table", self.position_table)
 
@@ -67,13 +74,32 @@ class KVCache:
         return len(self.layers[0])
 
 
+TOKEN_LAYOUTS = {1: "[T]", 2: "[B, T]", 3: "[M, B, T]"}
+
+
+def check_token_ids(idx: torch.Tensor, config: GPTConfig, dims: tuple[int, ...] = (1, 2)
+                    ) -> torch.Tensor:
+    """``idx`` must be int64 token ids with ``dims`` dimensions ([T] or [B, T]; a stack of
+    models reads [M, B, T]), 1 ≤ T ≤ block_size, each id in [0, vocab_size)."""
+    if check_tensor("词元编号", idx).dtype != torch.long or idx.dim() not in dims:
+        layouts = " 或 ".join(TOKEN_LAYOUTS[d] for d in dims)
+        hint = "" if idx.dtype == torch.long else "；整数编号可用 idx.long() 转换"
+        raise ValueError(f"词元编号应为 int64 张量 {layouts}，实际为 {idx.dtype}，"
+                         f"形状 {list(idx.shape)}{hint}")
+    if not 1 <= idx.shape[-1] <= config.block_size:
+        raise ValueError(
+            f"序列长度应在 1 到 block_size={config.block_size} 之间，实际为 {idx.shape[-1]}"
+        )
+    return check_id_range("词元编号", idx, config.vocab_size)
+
+
 class TinyGPT(nn.Module):
     """A Pre-Norm stack ends with a final norm (its residual stream is never normalised
     otherwise); a Post-Norm stack already ends with one, so it gets none (Xiong et al. 2020)."""
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_type("config", config, GPTConfig)
         d = config.block.d_model
         self.tok = nn.Embedding(config.vocab_size, d)
         rotary = config.block.rope_theta is not None       # 位置由注意力里的旋转给出
@@ -100,19 +126,7 @@ class TinyGPT(nn.Module):
 
     def check_tokens(self, idx: torch.Tensor) -> torch.Tensor:
         """``idx`` must be integer token ids [T] or [B, T] with 1 ≤ T ≤ block_size."""
-        cfg = self.config
-        if idx.dtype != torch.long or idx.dim() not in (1, 2):
-            raise ValueError(
-                f"词元编号应为 int64 张量 [T] 或 [B, T]，实际为 {idx.dtype}，形状 {list(idx.shape)}"
-            )
-        if not 1 <= idx.shape[-1] <= cfg.block_size:
-            raise ValueError(
-                f"序列长度应在 1 到 block_size={cfg.block_size} 之间，实际为 {idx.shape[-1]}"
-            )
-        if idx.min() < 0 or idx.max() >= cfg.vocab_size:
-            raise ValueError(f"词元编号应在 [0, {cfg.vocab_size}) 内，实际范围 "
-                             f"[{idx.min().item()}, {idx.max().item()}]")
-        return idx
+        return check_token_ids(idx, self.config)
 
     def position_embedding(self, positions: torch.Tensor) -> torch.Tensor | float:
         """P[t] for each of ``positions`` [T], [T, d_model]; 0 when there is no table (the
@@ -168,6 +182,7 @@ class TinyGPT(nn.Module):
         runs the model on the new token only; the tokens are the same as without it. Once the
         context fills ``block_size`` the positions shift, and the cache is rebuilt each step."""
         cfg = self.config
+        check_prompt(prompt)
         if not prompt:
             raise ValueError("提示不能为空：至少要有 1 个词元")
         if len(prompt) > cfg.block_size:
@@ -194,6 +209,19 @@ class TinyGPT(nn.Module):
             tokens.append(torch.multinomial(probs, 1, generator=generator).item())
         self.train(was_training)
         return tokens
+
+
+def check_prompt(prompt: object) -> None:
+    """A prompt is a list (or tuple) of integer token ids."""
+    if isinstance(prompt, (list, tuple)):
+        bad = [t for t in prompt if isinstance(t, bool) or not isinstance(t, numbers.Integral)]
+        if not bad:
+            return
+        actual = f"其中有 {bad[0]!r}"
+    else:
+        actual = f"实际为 {type(prompt).__name__}"
+    raise ValueError(f"prompt 应为词元编号（整数）的列表，{actual}"
+                     "（张量可用 prompt.tolist() 转换，文字要先编码成编号）")
 
 
 def check_sampling(temperature: float, top_k: int | None, top_p: float | None,
@@ -235,9 +263,18 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     logits [..., B, T, vocab], targets [..., B, T]: the mean is over B and T, leading
     dimensions (one per member of a stack of models) are kept.
     """
-    if targets.dim() < 2 or logits.shape[:-1] != targets.shape:
+    check_tensor("logits", logits)
+    if check_tensor("targets", targets).dim() < 2 or logits.shape[:-1] != targets.shape:
         raise ValueError(f"logits 应为 [..., B, T, 词表]、targets 为 [..., B, T]，实际为 "
                          f"{list(logits.shape)} 与 {list(targets.shape)}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits 应为浮点张量，实际为 {logits.dtype}")
+    if targets.dtype != torch.long:
+        raise ValueError(f"targets 应为 int64（torch.long）的词元编号，实际为 {targets.dtype}"
+                         "（可用 targets.long() 转换）")
+    if not targets.shape[-2:].numel():
+        raise ValueError(f"targets 不能为空：B 和 T 都应 ≥ 1，实际形状 {list(targets.shape)}")
+    check_id_range("targets", targets, logits.shape[-1])      # 词表大小 = logits 的最后一维
     if targets.dim() == 2:
         return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
     nll = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from onelayer.checks import check_eps, check_last_dim, check_positive_int
+from onelayer.checks import check_eps, check_input, check_positive_int
 
 
 def mean_and_biased_var(
@@ -56,7 +56,7 @@ class LayerNorm(nn.Module):
 
     def normalized(self, x: torch.Tensor) -> torch.Tensor:
         """x̂ = (x − μ) / √(σ² + ε), before γ and β; shape unchanged."""
-        check_last_dim(x, self.d_model)
+        check_input(x, self.d_model, self.weight.dtype)
         return standardize(x, dim=-1, eps=self.eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -82,7 +82,7 @@ class RMSNorm(nn.Module):
 
     def normalized(self, x: torch.Tensor) -> torch.Tensor:
         """x / √(mean(x²) + ε), before γ; shape unchanged."""
-        check_last_dim(x, self.d_model)
+        check_input(x, self.d_model, self.weight.dtype)
         return x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + self.eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

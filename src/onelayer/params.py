@@ -13,6 +13,8 @@ BLOCK_PARTS = {"attn": "attention", "mlp": "ffn", "ln_1": "norms", "ln_2": "norm
 
 def count_parameters(module: nn.Module) -> int:
     """Number of trainable scalars in ``module``."""
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"module 应为 torch.nn.Module，实际为 {type(module).__name__}")
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 

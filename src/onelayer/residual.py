@@ -62,7 +62,7 @@ def norm_sublayer(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer,
 
 def deep_norm(x: torch.Tensor, sublayer: Sublayer, norm: Sublayer, alpha: float) -> torch.Tensor:
     """DeepNorm: LN(α·x + F(x)), a Post-Norm whose shortcut is weighted by α ≥ 1."""
-    if not alpha >= 1:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 1:
         raise ValueError(f"DeepNorm 的 alpha 应 ≥ 1，实际为 {alpha!r}")
     return post_norm(alpha * x, lambda _: sublayer(x), norm)
 

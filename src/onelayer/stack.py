@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from onelayer.attention import repeat_kv
-from onelayer.checks import check_last_dim
+from onelayer.checks import check_input
 from onelayer.ffn import FeedForward
-from onelayer.model import TinyGPT
+from onelayer.model import TinyGPT, check_token_ids
 from onelayer.norms import standardize
 from onelayer.residual import Sublayer, norm_sublayer
 from onelayer.rope import apply_rope, rope_angles
@@ -77,7 +77,7 @@ class FeedForwardStack(nn.Module):
 
     def pre_activation(self, x: torch.Tensor) -> torch.Tensor:
         """x·W1 + b1 of every member: [M, n, d_ff]."""
-        check_last_dim(x, self.d_model)
+        check_input(x, self.d_model, self.w1.dtype)
         return torch.baddbmm(self.b1, x.expand(len(self.w1), -1, -1), self.w1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,7 +161,8 @@ class TinyGPTStack(nn.Module):
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits [M, B, T, vocab_size] for token ids ``idx`` [M, B, T] (one batch per member)."""
-        if idx.dim() != 3 or idx.shape[0] != len(self):
+        check_token_ids(idx, self.config, dims=(3,))            # int64、长度、编号范围
+        if idx.shape[0] != len(self):
             raise ValueError(f"词元编号的形状应为 [M={len(self)}, B, T]，实际为 {list(idx.shape)}")
         tok = self._p("tok.weight")
         h = tok[torch.arange(len(self))[:, None, None], idx]
