@@ -93,7 +93,7 @@ class TinyGPTStack(nn.Module):
     computes; only the speed differs (a small model pays a fixed cost per call, which the
     members now share).
     Supports the plain blocks the book trains: LayerNorm, biases, no gating, no dropout; an
-    attention-only block (d_ff = 0) too, and grouped-query attention and RoPE (no QK-norm)."""
+    attention-only block (d_ff = 0) too, and grouped-query attention, RoPE and QK-norm."""
 
     def __init__(self, members: Sequence[TinyGPT]) -> None:
         super().__init__()
@@ -105,7 +105,7 @@ class TinyGPTStack(nn.Module):
                 raise ValueError(f"所有成员的配置应相同，实际为 {self.config} 与 {m.config}")
         block = self.config.block
         wanted = {"norm": "layernorm", "bias": True, "qkv_has_bias": True, "gated": False,
-                  "dropout": 0.0, "qk_norm": False}
+                  "dropout": 0.0}
         for name, value in wanted.items():
             if getattr(block, name) != value:
                 raise ValueError(f"TinyGPTStack 要求 {name}={value!r}，实际为 "
@@ -140,12 +140,19 @@ class TinyGPTStack(nn.Module):
         eps = self.config.block.eps
         return lambda x: standardize(x, eps=eps) * gamma[:, None, None] + beta[:, None, None]
 
+    def _head_norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        gamma = self._p(name + ".weight")[:, None, None, None]          # [M, 1, 1, 1, d_head]
+        return x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + self.config.block.eps) * gamma
+
     def _attn(self, x: torch.Tensor, prefix: str) -> torch.Tensor:
         m, b, t, d = x.shape
         block = self.config.block
         heads, kv_heads, d_head = block.n_heads, block.kv_heads, d // block.n_heads
         q, k, v = self._linear(x, prefix + "attn.qkv").split(
             [d, kv_heads * d_head, kv_heads * d_head], dim=-1)
+        if block.qk_norm:                               # 每个头的 q、k 各做一次 RMSNorm
+            q = self._head_norm(q.view(m, b, t, heads, d_head), prefix + "attn.q_norm")
+            k = self._head_norm(k.view(m, b, t, kv_heads, d_head), prefix + "attn.k_norm")
         q, k, v = (part.reshape(m * b, t, n, d_head).transpose(1, 2)        # 4 维：融合内核
                    for part, n in ((q, heads), (k, kv_heads), (v, kv_heads)))
         if block.rope_theta is not None:

@@ -1,4 +1,4 @@
-"""TinyGPTStack with grouped-query attention and rotary positions, member by member against
+"""TinyGPTStack with grouped-query attention, rotary positions and QK-norm, member by member against
 TinyGPT (the plain stack's tests are chapter 8's: tests/chapters/test_ch08_norm_position.py)."""
 
 import pytest
@@ -26,6 +26,7 @@ OPTIONS = {
     "gqa": dict(n_kv_heads=2),
     "mqa_rope": dict(n_kv_heads=1, rope_theta=10000.0),
     "rope_attention_only": dict(rope_theta=100.0, d_ff=0),
+    "qk_norm_gqa_rope": dict(qk_norm=True, n_kv_heads=2, rope_theta=10000.0),
 }
 
 
@@ -45,9 +46,9 @@ def test_stack_computes_what_each_member_computes(name, position):
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (dict(qk_norm=True), "TinyGPTStack 要求 qk_norm=False"),
+    (dict(norm="rmsnorm"), "TinyGPTStack 要求 norm='layernorm'"),
     (dict(qkv_bias=False), "TinyGPTStack 要求 qkv_has_bias=True"),
 ])
-def test_stack_refuses_qk_norm_and_missing_biases(options, message):
+def test_stack_refuses_rmsnorm_and_missing_biases(options, message):
     with pytest.raises(ValueError, match=message):
         TinyGPTStack(members(seeds=(0,), **options))
