@@ -2,6 +2,7 @@
 attention scores with and without QK-norm."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,12 +13,14 @@ from onelayer.chapters.ch09_modern_layer import (
     cached_bytes,
     facts_gqa_config,
     kv_cache_bytes,
+    lr_sweep,
+    max_attention_logit,
     score_growth,
     train_gqa_models,
 )
 from onelayer.data import facts_corpus
 from onelayer.model import KVCache, TinyGPT
-from onelayer.train import seeded
+from onelayer.train import seeded, train_lm
 
 
 def test_kv_cache_bytes_is_two_layers_heads_width_bytes_tokens():
@@ -114,3 +117,45 @@ def test_score_growth_matches_the_written_out_scores():
 def test_score_growth_refuses_bad_input(scales, x, message):
     with pytest.raises(ValueError, match=message):
         score_growth(CausalSelfAttention(8, 2), x, scales)
+
+
+def test_gqa_config_takes_narrower_heads():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    config = facts_gqa_config(corpus, 4, n_heads=16)
+    assert (config.block.n_heads, config.block.kv_heads, config.block.d_model) == (16, 4, 32)
+    runs = train_gqa_models(corpus, (0,), 1, n_heads=16, steps=2, every=2)
+    assert runs.models[0].blocks[0].attn.d_head == 2
+
+
+def test_max_attention_logit_is_the_largest_visible_score():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    with seeded(0):
+        model = TinyGPT(facts_gpt_config(corpus, n_layers=2)).eval()
+    idx = corpus.batch(3, 8, torch.Generator().manual_seed(1))[0]
+    largest = 0.0
+    for block, x in zip(model.blocks, model.hidden_states(idx)):
+        q, k, _ = block.attn.heads(block.ln_1(x))
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(block.attn.d_head)).tril()   # 看不见的置 0
+        largest = max(largest, scores.abs().max().item())
+    assert max_attention_logit(model, idx) == pytest.approx(largest)
+    with torch.no_grad():
+        model.blocks[1].attn.qkv.weight[:64] *= 10                    # 第 2 块的 W_Q、W_K
+    assert max_attention_logit(model, idx) > 10 * largest
+
+
+def test_lr_sweep_trains_each_rate_and_seed_like_a_lone_model():
+    corpus = facts_corpus(n_subjects=4, n_relations=2)
+    sweep = lr_sweep(corpus, (0, 1), (1e-3, 1e-2), qk_norm=True, steps=20)
+    assert sweep.losses.shape == (2, 2, 20) and sweep.max_logit.shape == (2, 2)
+    assert torch.equal(sweep.final_loss, sweep.losses[..., -20:].mean(-1))
+    config = facts_gpt_config(corpus)
+    config = replace(config, block=replace(config.block, qk_norm=True))
+    with seeded(1):
+        lone = TinyGPT(config)
+    losses = train_lm(lone, corpus, 20, lr=1e-2, seed=1)
+    assert (losses - sweep.losses[1, 1]).abs().max().item() < 1e-4
+    idx = corpus.batch(64, config.block_size, torch.Generator().manual_seed(0))[0]
+    assert max_attention_logit(lone.eval(), idx) == pytest.approx(sweep.max_logit[1, 1].item(),
+                                                                  rel=1e-3)
+    with pytest.raises(ValueError, match="不能为空"):
+        lr_sweep(corpus, (), (1e-3,), qk_norm=False)

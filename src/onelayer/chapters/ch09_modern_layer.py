@@ -6,7 +6,10 @@
   (grouped-query attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019), one per seed,
   trained side by side as one ``TinyGPTStack``;
 - ``score_growth``: the attention scores and the softmax's sharpness when the query and key
-  projections are scaled up, with and without QK-norm.
+  projections are scaled up, with and without QK-norm;
+- ``lr_sweep``: chapter 7's facts model trained at several learning rates, with or without
+  QK-norm: the final loss and the largest attention logit (Wortsman et al. 2024's small-scale
+  proxy of the instability QK-norm was adopted for).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from onelayer.attention import CausalSelfAttention, causal_mask
 from onelayer.chapters.ch07_tiny_gpt import FactsRuns, facts_gpt_config, train_facts_models
 from onelayer.checks import check_positive_int
 from onelayer.data import FactsCorpus
-from onelayer.model import GPTConfig, KVCache
-from onelayer.train import Progress
+from onelayer.model import GPTConfig, KVCache, TinyGPT
+from onelayer.stack import TinyGPTStack
+from onelayer.train import Progress, seeded, train_lm
 
 
 def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: int = 2,
@@ -41,10 +45,11 @@ def cached_bytes(cache: KVCache) -> int:
                for t in (layer.keys, layer.values) if t is not None)
 
 
-def facts_gqa_config(corpus: FactsCorpus, n_kv_heads: int) -> GPTConfig:
-    """Chapter 7's facts model (4 heads) whose heads share ``n_kv_heads`` key/value heads."""
+def facts_gqa_config(corpus: FactsCorpus, n_kv_heads: int, n_heads: int = 4) -> GPTConfig:
+    """Chapter 7's facts model (d_model = 32) with ``n_heads`` query heads of width
+    32 / n_heads that share ``n_kv_heads`` key/value heads."""
     config = facts_gpt_config(corpus)
-    return replace(config, block=replace(config.block, n_kv_heads=n_kv_heads))
+    return replace(config, block=replace(config.block, n_heads=n_heads, n_kv_heads=n_kv_heads))
 
 
 @dataclass(frozen=True)
@@ -55,12 +60,12 @@ class GQARuns(FactsRuns):
 
 
 def train_gqa_models(corpus: FactsCorpus, seeds: Sequence[int], n_kv_heads: int,
-                     steps: int = 500, lr: float = 3e-3, every: int = 250,
+                     n_heads: int = 4, steps: int = 500, lr: float = 3e-3, every: int = 250,
                      progress: Progress | None = None) -> GQARuns:
     """Chapter 7's ``train_facts_models`` on ``facts_gqa_config``: one model per seed
     (weights and batches from that seed), recall measured after every ``every`` steps."""
     runs = train_facts_models(corpus, seeds, steps=steps, lr=lr, every=every, progress=progress,
-                              config=facts_gqa_config(corpus, n_kv_heads))
+                              config=facts_gqa_config(corpus, n_kv_heads, n_heads))
     return GQARuns(runs.models, runs.losses, runs.recall, runs.every, n_kv_heads)
 
 
@@ -102,3 +107,57 @@ def score_growth(attn: CausalSelfAttention, x: torch.Tensor, scales: Sequence[fl
         max_score.append(scores.masked_select(visible).abs().max())
         top_weight.append(scaled.weights(x)[..., 1:, :].amax(-1).mean())  # 第 0 行只有一个键
     return ScoreGrowth(list(scales), torch.stack(max_score), torch.stack(top_weight))
+
+
+@torch.no_grad()
+def max_attention_logit(model: TinyGPT, idx: torch.Tensor) -> float:
+    """The largest |q·k/√d_head| of any block, head and visible pair on the batch ``idx``: the
+    attention logit whose growth Wortsman et al. (2024) and Dehghani et al. (2023) track."""
+    largest = 0.0
+    visible = causal_mask(idx.shape[-1])
+    for block, x in zip(model.blocks, model.hidden_states(idx)):
+        if block.config.norm_position != "pre":
+            raise ValueError(f"只支持前置归一化的块，实际为 {block.config.norm_position!r}")
+        q, k, _ = block.attn.heads(block.ln_1(x))
+        scores = q @ block.attn.shared(k).transpose(-2, -1) / math.sqrt(block.attn.d_head)
+        largest = max(largest, scores.masked_select(visible).abs().max().item())
+    return largest
+
+
+@dataclass(frozen=True)
+class LearningRateSweep:
+    """Chapter 7's facts model trained at each of ``lrs`` with one seed per column."""
+
+    lrs: list[float]
+    qk_norm: bool
+    losses: torch.Tensor      # [lrs, seeds, steps]: the training loss at every step
+    max_logit: torch.Tensor   # [lrs, seeds]: max_attention_logit after training
+
+    @property
+    def final_loss(self) -> torch.Tensor:
+        """[lrs, seeds]: the mean training loss of the last 20 steps."""
+        return self.losses[..., -20:].mean(-1)
+
+
+def lr_sweep(corpus: FactsCorpus, seeds: Sequence[int], lrs: Sequence[float], qk_norm: bool,
+             steps: int = 150, progress: Progress | None = None) -> LearningRateSweep:
+    """Train ``facts_gpt_config`` (QK-norm on or off) once per learning rate and seed, all
+    side by side as one ``TinyGPTStack`` (Adam, no warm-up); then measure each model's largest
+    attention logit on one fixed batch of 64 sequences."""
+    if not seeds or not lrs:
+        raise ValueError(f"seeds 和 lrs 都不能为空，实际为 {list(seeds)}、{list(lrs)}")
+    config = facts_gpt_config(corpus)
+    config = replace(config, block=replace(config.block, qk_norm=qk_norm))
+    members = []
+    for _ in lrs:
+        for seed in seeds:
+            with seeded(seed):
+                members.append(TinyGPT(config))
+    stack = TinyGPTStack(members)
+    losses = train_lm(stack, corpus, steps, lr=[lr for lr in lrs for _ in seeds],
+                      seed=list(seeds) * len(lrs), progress=progress)
+    idx, _ = corpus.batch(64, config.block_size, torch.Generator().manual_seed(0))
+    logits = [max_attention_logit(stack.member(i), idx) for i in range(len(members))]
+    shape = (len(lrs), len(seeds))
+    return LearningRateSweep(list(lrs), qk_norm, losses.view(*shape, steps),
+                             torch.tensor(logits).view(shape))
