@@ -117,3 +117,41 @@ def test_the_four_placements_are_drawn():
     shown = diagrams.norm_placements_diagram().texts
     assert {"Post-LN", "Pre-LN", "DeepNorm", "Sandwich-LN", "×α"} <= set(shown)
     assert shown.count("LN") == 5  # one LayerNorm in each, two in the sandwich
+
+
+def test_query_heads_read_their_groups_key_value_head():
+    d = diagrams.kv_sharing_diagram(4, (4, 2, 1))
+    shown = d.texts
+    for h in range(4):
+        assert shown.count(f"$Q_{h}$") == 3  # every panel keeps all 4 query heads
+    assert [shown.count(f"$K_{g}$") for g in range(4)] == [3, 2, 1, 1]
+    assert {"KV 缓存 ×1", "KV 缓存 ×1/2", "KV 缓存 ×1/4"} <= set(shown)
+    reads = [line.get_data() for line in d.ax.lines if line.get_linestyle() == "-"]
+    assert len(reads) == 12  # one line from each query head of each panel
+    assert len({xs[1] for xs, _ in reads}) == 4 + 2 + 1  # ending on 7 key/value heads
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        diagrams.kv_sharing_diagram(4, (3,))
+
+
+def test_four_generations_of_one_layer():
+    shown = diagrams.layer_generations_diagram().texts
+    assert {"Transformer", "GPT-2", "Llama", "Qwen3"} <= set(shown)
+    assert shown.count("FFN（ReLU）") == shown.count("FFN（GELU）") == 1
+    assert shown.count("SwiGLU FFN") == 2
+    assert shown.count("LayerNorm") == 4 and shown.count("RMSNorm") == 4
+    assert shown.count("RoPE") == 2 and shown.count("QK-norm") == 1  # QK-norm: Qwen3 only
+
+
+def test_rope_pairs_turn_at_the_chapters_speeds():
+    from onelayer.rope import rope_frequencies
+
+    for base in (10000.0, 100.0):
+        shown = diagrams.rope_pairs_diagram(8, (0, 1, 2, 3), base).texts
+        for j, w in enumerate(rope_frequencies(8, base).tolist()):
+            assert f"$\\omega_{j}$ = {w:.3g}" in shown
+            assert f"（维 {j} 与 {j + 4}）" in shown  # the halves' pairing of transformers
+        assert any(f"rope_theta = {base:g}" in t for t in shown)
+        assert not any("θ" in t or "\\theta" in t for t in shown)  # θ is an angle in the book
+    assert "$\\omega_0$ = 1" in diagrams.rope_pairs_diagram().texts  # 1 rad per position
+    with pytest.raises(ValueError):
+        diagrams.rope_pairs_diagram(d_head=7)

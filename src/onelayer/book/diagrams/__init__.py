@@ -7,6 +7,11 @@ from onelayer.book.diagrams.blocks import block_norms_diagram, norm_placements_d
 from onelayer.book.diagrams.canvas import Diagram
 from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
 from onelayer.book.diagrams.gpt import tiny_gpt_diagram
+from onelayer.book.diagrams.modern import (
+    kv_sharing_diagram,
+    layer_generations_diagram,
+    rope_pairs_diagram,
+)
 from onelayer.book.diagrams.norms import layernorm_geometry_diagram
 from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
 
@@ -17,10 +22,13 @@ __all__ = [
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",
+    "kv_sharing_diagram",
+    "layer_generations_diagram",
     "layernorm_geometry_diagram",
     "norm_placements_diagram",
     "position_wise_diagram",
     "residual_block_diagram",
+    "rope_pairs_diagram",
     "tiny_gpt_diagram",
     "unrolled_paths_diagram",
 ]
