@@ -1,5 +1,6 @@
 // Typesets TeX for book_math.py: one JSON request a line on stdin ({"tex", "display"}), one
-// JSON answer a line on stdout ({"html"} or {"error"}). KaTeX comes from node_modules (pinned
+// JSON answer a line on stdout (the request's "output", KaTeX's option, defaults to HTML and
+// MathML) ({"html"} or {"error"}). KaTeX comes from node_modules (pinned
 // in package.json). Errors are answers, not exits: the build names the formula that failed.
 "use strict";
 const path = require("path");
@@ -11,14 +12,13 @@ const OPTIONS = {
   // Chinese inside \text{} is text, which KaTeX sets in the page's own font; anything
   // else KaTeX does not know is an error, so the build fails rather than print it wrong.
   strict: (code) => (code === "unknownSymbol" || code === "unicodeTextInMathMode" ? "ignore" : "error"),
-  output: "htmlAndMathml",
 };
 
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
-  const { tex, display } = JSON.parse(line);
+  const { tex, display, output = "htmlAndMathml" } = JSON.parse(line);
   let answer;
   try {
-    answer = { html: katex.renderToString(tex, { ...OPTIONS, displayMode: display }) };
+    answer = { html: katex.renderToString(tex, { ...OPTIONS, displayMode: display, output }) };
   } catch (error) {
     answer = { error: String(error.message || error) };
   }

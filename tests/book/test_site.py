@@ -81,7 +81,8 @@ def test_page_is_offline_typeset_and_rendered(book_pages, page_path):
 
     text = page.inner_text("article")
     assert "\\(" not in text and "$$" not in text, "有未排版的公式"
-    typeset = page.locator("div.math > .katex-display, span.math > .katex")
+    typeset = page.locator(
+        "div.math > .katex-display, div.math > .math-display > math, span.math > math")
     assert page.locator("div.math, span.math").count() == typeset.count(), "有公式没有在构建时排版"
 
     for img in page.locator("article img").all():
@@ -154,13 +155,17 @@ def test_frame_players_work_without_a_kernel(book_pages, page_path):
     assert seen.errors == []
 
 
-# Opened from the disk, as a reader does with the built book: formulas in KaTeX's fonts,
+# Opened from the disk, as a reader does with the built book: displayed formulas in KaTeX's
+# fonts, inline ones laid out as MathML (taller than a line when they have a fraction),
 # the header's icons, the frame players (the widget manager and its saved state) and the
 # panels, with no console error. Chapter 1 has frame players, chapter 5 the most formulas.
 FILE_PAGES = ["chapters/01_ffn.html", "chapters/05_attention.html"]
 FONTS_DRAWN = """async () => {
-  await document.fonts.ready;
+  const inline = [...document.querySelectorAll('span.math > math')];
+  const display = document.querySelector('.katex-display');
+  if (display) { display.scrollIntoView(); await document.fonts.ready; }
   return {math: document.fonts.check('16px KaTeX_Main') && document.fonts.check('16px KaTeX_Math'),
+          mathml: inline.some(m => m.getBoundingClientRect().width > 0),
           icons: document.fonts.check('900 16px "Font Awesome 6 Free"'),
           loaded: [...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)};
 }"""
@@ -177,7 +182,7 @@ def test_chapter_works_opened_from_the_disk(browser, page_path):
     try:
         page.goto((HTML / page_path).as_uri(), wait_until="load")
         fonts = page.evaluate(FONTS_DRAWN)
-        assert fonts["math"] and fonts["icons"], fonts
+        assert fonts["math"] and fonts["mathml"] and fonts["icons"], fonts
         for i in range(page.locator(".onelayer-panel").count()):
             page.locator(".onelayer-panel").nth(i).scroll_into_view_if_needed()
         page.wait_for_function("() => [...document.querySelectorAll('.onelayer-panel')]"

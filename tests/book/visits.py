@@ -31,6 +31,7 @@ class Visit:
     requests: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     first_load_entries: dict = field(default_factory=dict)  # page_metrics.ENTRIES, unscrolled
+    first_load_elements: int = 0                   # the page's elements, as first loaded
 
 
 def new_tab(browser) -> Visit:
@@ -69,6 +70,7 @@ def visit(browser, server: str, page_path: str) -> Visit:
     page = seen.page
     page.goto(f"{server}/{page_path}", wait_until="networkidle")
     seen.first_load_entries = page.evaluate(ENTRIES)
+    seen.first_load_elements = page.evaluate("document.getElementsByTagName('*').length")
     # The browser draws a section only when it comes near the screen (content-visibility);
     # the checks look at the page as a reader who has scrolled through it sees it.
     page.add_style_tag(content=".bd-article section { content-visibility: visible !important; }")
