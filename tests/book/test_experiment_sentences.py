@@ -140,7 +140,7 @@ def chapter(stem: str) -> Chapter:
     return Chapter(claims.load(claims.CHAPTERS / f"{stem}.ipynb"))
 
 
-@pytest.mark.parametrize("stem", [s for s in NOTEBOOKS if s != "09_modern_layer"])
+@pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_every_experiment_sentence_has_an_assert(stem):
     assert chapter(stem).unbacked(stem) == []
 

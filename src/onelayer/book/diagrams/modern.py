@@ -187,7 +187,7 @@ def layer_generations_diagram() -> Diagram:
     sample = 0.62
     d.box(sample, 0.14, 0.3, 0.16, kind="note")
     _new(d, sample, 0.14, 0.3, 0.16)
-    d.text(sample + 0.25, 0.14, "红框：比左边一列新的部分；GQA 从 Llama 2-70B、Llama 3 起",
+    d.text(sample + 0.25, 0.14, "红框：比左边一列新的部分；GQA：Llama 2 的 34B、70B 和 Llama 3",
            size=SMALL, color=MUTED, ha="left")
     return d
 
