@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,13 +19,12 @@ from pathlib import Path
 import torch
 
 from onelayer.checks import check_positive_int
+from onelayer.metre import LINE_BREAKS, SEPARATOR, ci_lines
 
 SONGCI_PATH = Path(__file__).resolve().parents[2] / "data" / "songci.jsonl"
-SEPARATOR = "："
 # A line ends at a comma, full stop, question or exclamation mark, semicolon, or at 、, which
 # this edition puts at a 逗 (a pause inside a line, e.g. 满江红's 凭栏处、潇潇雨歇): the 词谱
 # counts it as a break, and without it 满江红's 3 + 4 and a plain 7 would look the same.
-LINE_BREAKS = "，。？！、；"
 LOST = "□"  # the edition's mark for a character lost from the text
 END = "\n"  # ends each ci in a corpus: the model learns to stop
 
@@ -90,8 +88,9 @@ def _unit_hash(text: str, seed: int) -> float:
 
 
 def line_lengths(ci: Ci) -> tuple[int, ...]:
-    """Characters per line, lines ended by any of ``LINE_BREAKS`` (□ counts: it was a character)."""
-    return tuple(len(line) for line in re.split(f"[{LINE_BREAKS}]", _check_ci(ci).text) if line)
+    """Characters per line (``onelayer.metre.ci_lines``: lines end at ``LINE_BREAKS``, and a
+    "：" inside the text starts a new ci); □ counts: it was a character."""
+    return tuple(len(line) for line in ci_lines(_check_ci(ci).text))
 
 
 def pattern_counts(cis: Sequence[Ci], rhythmic: str) -> Counter[tuple[int, ...]]:
