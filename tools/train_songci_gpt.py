@@ -10,7 +10,7 @@ import time
 import torch
 from tqdm import tqdm
 
-from onelayer.chapters.ch10_songci import LongRun, long_corpus, save_songci_gpt, train_long_songci
+from onelayer.chapters.ch10_longer import LongRun, long_corpus, save_songci_gpt, train_long_songci
 from onelayer.songci import load_songci
 
 

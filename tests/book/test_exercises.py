@@ -231,3 +231,22 @@ def test_top_p_checker_passes_the_nucleus_and_names_mistakes(capsys):
     assert not check_top_p(lambda z, p: z.masked_fill(z.softmax(-1) < p, float("-inf")))
     assert "单个字的概率门槛" in capsys.readouterr().out
     assert not check_top_p(lambda z, p: keep(z, p, lambda total, probs, p: total - probs < 1 - p))
+
+
+def test_rhyme_filter_checker_passes_the_library_and_names_mistakes(capsys):
+    from onelayer import metre
+    from onelayer.book.exercises import check_rhyme_filter
+    from onelayer.chapters.ch10_songci import rhyme_filter
+
+    def dropping(rule):
+        return lambda z, chars, a: z.masked_fill(torch.tensor([rule(a, c) for c in chars]),
+                                                 float("-inf"))
+
+    assert check_rhyme_filter(rhyme_filter)
+    capsys.readouterr()
+    assert not check_rhyme_filter(dropping(lambda a, c: metre.rhymes(a, c) is False))
+    assert "表里没有的字" in capsys.readouterr().out
+    assert not check_rhyme_filter(dropping(lambda a, c: metre.tone(c) != metre.tone(a)))
+    assert "同是平声不等于押韵" in capsys.readouterr().out
+    assert not check_rhyme_filter(dropping(lambda a, c: metre.rhymes(a, c) is not True))
+    assert "原样返回 logits" in capsys.readouterr().out

@@ -7,9 +7,11 @@ import torch
 
 from onelayer.chapters.ch10_songci import (
     Bigram,
+    Form,
     bpe_tokenizer,
-    format_share,
+    rhyme_filter,
     sample_ci,
+    slot_logprob,
     songci_gpt_config,
     tokens_per_line,
     train_songci_models,
@@ -23,6 +25,9 @@ from onelayer.train import experiment_seeds, seeded
 TOY = [Ci("浣溪沙", "甲", ("一曲新词酒一杯，", "去年天气旧亭台。")),
        Ci("浣溪沙", "乙", ("一向年光有限身，", "等闲离别易销魂。")),
        Ci("西江月", "丙", ("明月别枝□鹊，", "清风半夜鸣蝉。"))]
+
+
+FORM = Form.read(TOY, "浣溪沙", (7, 7))     # 杯/台 押韵，身/魂 不押：一半，够作韵脚
 
 
 @pytest.fixture(scope="module")
@@ -88,23 +93,58 @@ def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):
                      generator=torch.Generator().manual_seed(1)) == stacked
 
 
-def test_format_share_counts_exact_patterns():
-    texts = ["一二三，四五六。", "一二三，四五。", "一二三四五六。"]
-    assert format_share(texts, (3, 3)) == pytest.approx(1 / 3)
+def test_form_reads_the_grid_and_slots_and_rates_three_rules():
+    assert FORM.slots == (1,) and FORM.grid.majority[0][-1] == "平"
+    texts = ["一曲新词酒一杯，去年天气旧亭台。", "一曲新词酒一杯，去年天气旧亭去。",
+             "一曲新词酒一杯，去年天气旧亭。", "浣溪沙：一曲新词酒，去年天气旧亭台。"]
+    length, tone, rhyme = FORM.rates(texts).tolist()
+    assert length == pytest.approx(1 / 2)                 # 后两首句长不合
+    assert rhyme == pytest.approx(1 / 2)                  # 台押韵，去不押
+    assert 0 < tone <= 1
+    assert FORM.rates(["一二三"]).isnan()[1:].all()       # 没有一首合格：平仄、押韵无从量
+    assert FORM.rhyme_chance(texts[:2]) == pytest.approx(1 / 2)
     with pytest.raises(ValueError, match="texts 不能为空"):
-        format_share([], (7,))
+        FORM.rates([])
+
+
+def test_rhyme_filter_keeps_only_rhyming_characters():
+    chars = "杯台花去□"
+    z = torch.zeros(2, len(chars))
+    kept = torch.isfinite(rhyme_filter(z, chars, "来"))
+    assert kept.tolist() == [[True, True, False, False, False]] * 2
+    assert torch.equal(rhyme_filter(z, chars, "□"), z)            # 首句末字不在表里：不动
+    with pytest.raises(ValueError, match="最后一维应为字表大小 5"):
+        rhyme_filter(torch.zeros(4), chars, "来")
+
+
+def test_sample_ci_with_the_rhyme_writes_a_rhyme_at_every_slot():
+    # 一个只学过“……亭去。”（不押韵）的模型：不加约束写“去”，加了约束只能写与“杯”同韵的字
+    cis = [Ci("浣溪沙", "甲", ("一曲新词酒一杯，", "去年天气旧亭去。"))] * 8
+    vocab = char_vocab([ci_text(ci) for ci in cis] + ["台来回花家"])
+    corpus = CiCorpus(cis, vocab)
+    runs = train_songci_models(corpus, corpus, seeds=(0,), steps=60, form=FORM, every=60,
+                               batch_size=4, seq_len=24, samples=1, warmup=5, lr=1e-2)
+    model = runs.stack.member(0).eval()
+    generator = torch.Generator().manual_seed(0)
+    free = sample_ci(model, vocab, "浣溪沙", 20, temperature=0.5, generator=generator)[0]
+    bound = sample_ci(model, vocab, "浣溪沙", 20, temperature=0.5, generator=generator,
+                      rhyme=FORM)[0]
+    assert FORM.rates(free)[2] == 0.0 and FORM.rates(bound)[2] == 1.0
+    assert {t[14] for t in bound} <= set("杯台来回")
+    assert slot_logprob(model, vocab, FORM, bound) < slot_logprob(model, vocab, FORM, free)
+    with pytest.raises(ValueError, match="没有句长为 7·7 的词"):
+        slot_logprob(model, vocab, FORM, ["一二三"])
 
 
 def test_train_songci_models_measures_loss_and_share_at_every_step(corpus):
-    runs = train_songci_models(corpus, corpus, seeds=(0, 1), steps=4, tune="浣溪沙",
-                               pattern=(7, 7), every=2, batch_size=2, seq_len=12, samples=2,
-                               warmup=1)
-    assert runs.train_loss.shape == (2, 4) and sorted(runs.share) == [0, 2, 4]
-    assert runs.valid_loss[4].shape == runs.share[4].shape == (2,)
+    runs = train_songci_models(corpus, corpus, seeds=(0, 1), steps=4, form=FORM, every=2,
+                               batch_size=2, seq_len=12, samples=2, warmup=1)
+    assert runs.train_loss.shape == (2, 4) and sorted(runs.rates) == [0, 2, 4]
+    assert runs.valid_loss[4].shape == (2,) and runs.rates[4].shape == (2, 3)
     assert (runs.valid_loss[4] < runs.valid_loss[0]).all()
-    blind = train_songci_models(corpus, corpus, seeds=(0,), steps=1, tune="浣溪沙",
-                                pattern=(7, 7), position_table=False, every=1, batch_size=2,
-                                seq_len=12, samples=1, warmup=0)
+    blind = train_songci_models(corpus, corpus, seeds=(0,), steps=1, form=FORM,
+                                position_table=False, every=1, batch_size=2, seq_len=12,
+                                samples=1, warmup=0)
     assert "pos.weight" not in blind.stack.names
 
 
@@ -126,16 +166,15 @@ def test_a_bpe_vocabulary_reads_and_writes_ci_like_a_character_one():
     assert corpus.ids[:len(first)].tolist() == first and corpus.starts[1] == len(first)
     assert bpe.decode(first) == ci_text(cis[0]) + "\n"
     assert len(first) < len((ci_text(cis[0]) + "\n").encode())      # 合并过的字节
-    runs = train_songci_models(corpus, corpus, seeds=(0,), steps=2, tune="浣溪沙",
-                               pattern=(7, 7), every=2, batch_size=2, seq_len=12, samples=2,
-                               warmup=1)
-    assert runs.share[2].shape == (1,) and len(runs.stack.member(0).tok.weight) == len(bpe)
+    runs = train_songci_models(corpus, corpus, seeds=(0,), steps=2, form=FORM, every=2,
+                               batch_size=2, seq_len=12, samples=2, warmup=1)
+    assert runs.rates[2].shape == (1, 3) and len(runs.stack.member(0).tok.weight) == len(bpe)
 
 
 @pytest.fixture(scope="module")
 def longer():
     """The longer model as the chapter loads it, its record and run, and its corpus."""
-    from onelayer.chapters.ch10_songci import LongRun, load_songci_gpt, long_corpus
+    from onelayer.chapters.ch10_longer import LongRun, load_songci_gpt, long_corpus
     from onelayer.songci import load_songci
 
     model, vocab, record = load_songci_gpt()
@@ -145,7 +184,7 @@ def longer():
 
 @pytest.mark.slow
 def test_the_longer_model_is_the_checkpoint_its_record_describes(longer):
-    from onelayer.chapters.ch10_songci import load_songci_gpt, validation_loss
+    from onelayer.chapters.ch10_longer import load_songci_gpt, validation_loss
     from onelayer.params import count_parameters
 
     model, vocab, record, run, train, valid = longer
@@ -166,7 +205,7 @@ def test_the_longer_model_is_the_checkpoint_its_record_describes(longer):
 def test_the_longer_models_first_steps_repeat_its_log(longer):
     """The script's first 20 steps, re-run here (another machine may round differently); the
     validation split and loss are checked on the checkpoint (the test above)."""
-    from onelayer.chapters.ch10_songci import train_long_songci
+    from onelayer.chapters.ch10_longer import train_long_songci
 
     _, _, record, run, train, valid = longer
     _, log = train_long_songci(train, valid, run, steps=20)
@@ -184,8 +223,8 @@ def test_training_on_thirty_ci_overfits():
     tune_train, tune_valid = tune_subset(train_cis, ["浣溪沙"]), tune_subset(valid_cis, ["浣溪沙"])
     vocab = char_vocab([ci_text(ci) for ci in tune_train], min_count=3)
     few = train_songci_models(CiCorpus(tune_train[:30], vocab), CiCorpus(tune_valid, vocab),
-                              experiment_seeds(5), 300, "浣溪沙", (7,) * 6, every=30,
-                              batch_size=8, samples=1)
+                              experiment_seeds(5), 300, Form.read(train_cis, "浣溪沙", (7,) * 6),
+                              every=30, batch_size=8, samples=1)
     valid = torch.stack([few.valid_loss[step] for step in sorted(few.valid_loss)])  # [步, 种子]
     assert (few.train_loss[:, -10:].mean(1) < 0.3).all()
     assert sorted(few.valid_loss)[valid.median(1).values.argmin()] <= 90

@@ -3,37 +3,36 @@
 - ``tune_subset``: the ci of some 词牌 with no lost character (□);
 - ``Bigram``: the baseline — next character from the previous one, counted on the training
   split (smoothed towards the unigram), its cross-entropy and its samples;
+- ``Form``: a 词牌's form read from the training split (line lengths, the tone grid, the rhyme
+  slots) and the three rates a set of ci is judged by: 句长, 平仄 and 押韵 (``onelayer.metre``);
 - ``sample_ci``: ci written from a 词牌 prompt by a TinyGPT or a stack (batched, one forward
-  per new character), ``format_share``: the share of them whose line lengths follow a pattern;
+  per new character), if asked with the rhyme imposed at the rhyme slots (``rhyme_filter``);
+  ``slot_logprob``: what the model itself thinks of the characters at those slots;
 - ``train_songci_models``: one TinyGPT per seed, trained side by side as a ``TinyGPTStack``
-  with ``onelayer.train.train_adamw``, with validation loss and format share along the way;
+  with ``onelayer.train.train_adamw``, with validation loss and the three rates along the way;
 - ``bpe_tokenizer``, ``tokens_per_line``: the BPE vocabularies the chapter compares.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 
+from onelayer import metre
 from onelayer.block import BlockConfig
 from onelayer.checks import check_positive_int
 from onelayer.model import GPTConfig, KVCache, TinyGPT, lm_loss, sampling_logits
 from onelayer.songci import (
     END,
+    LINE_BREAKS,
     LOST,
     SEPARATOR,
     CharVocab,
     Ci,
     CiCorpus,
-    char_vocab,
-    ci_text,
-    line_lengths,
-    split_by_ci,
 )
 from onelayer.stack import TinyGPTStack
 from onelayer.train import Progress, seeded, train_adamw
@@ -102,13 +101,18 @@ def _until_break(vocab: CharVocab, ids: list[int]) -> str:
 @torch.no_grad()
 def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int,
               temperature: float = 0.8, top_p: float | None = None,
-              generator: torch.Generator | None = None) -> list[list[str]]:
+              generator: torch.Generator | None = None,
+              rhyme: Form | None = None) -> list[list[str]]:
     """``n`` ci per member written after the prompt ``tune + "："`` (each up to its line
     break, or the end of the context), [members][n]; a TinyGPT counts as one member. Each
     member keeps its keys and values (``KVCache``), so a step runs on the new token only.
     □ is never written: it stands for any rare character, not one that can be written.
+    ``rhyme``: a ``Form``; at the last character of each of its rhyme slots only characters
+    that rhyme with the first line's end may be written (``rhyme_filter``'s masking).
     Stops early once every ci has its line break."""
     check_positive_int("n", n)
+    if rhyme is not None and not isinstance(vocab, CharVocab):
+        raise ValueError(f"押韵约束需要按字的词表（CharVocab），实际为 {type(vocab).__name__}")
     if isinstance(model, TinyGPTStack):
         with torch.random.fork_rng(devices=[]):     # 建模型时的初始化不动全局的随机数
             members = [model.member(i) for i in range(len(model))]
@@ -118,14 +122,20 @@ def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int
     prompt = vocab.encode(tune + SEPARATOR)
     unknown = vocab.encode(CharVocab.UNKNOWN) if isinstance(vocab, CharVocab) else []
     end = vocab.encode(END)
+    rows = len(members) * n
+    at_slots = None if rhyme is None else _RhymeAtSlots(rhyme, vocab, rows)
     tokens = new = torch.tensor(prompt).repeat(len(members), n, 1)
     for _ in range(model.config.block_size - len(prompt)):
         logits = torch.stack([member.cached_logits(ids, cache)[:, -1, :]
                               for member, ids, cache in zip(members, new, caches)])
         logits[..., unknown] = float("-inf")
+        if at_slots is not None:
+            logits = at_slots.mask(logits.view(rows, -1)).view_as(logits)
         scores = sampling_logits(logits, temperature, top_p=top_p)
-        probs = scores.softmax(-1).view(len(members) * n, -1)
+        probs = scores.softmax(-1).view(rows, -1)
         new = torch.multinomial(probs, 1, generator=generator).view(len(members), n, 1)
+        if at_slots is not None:
+            at_slots.update(new.flatten().tolist())
         tokens = torch.cat([tokens, new], -1)
         if len(end) == 1 and (tokens[..., len(prompt):] == end[0]).any(-1).all():
             break
@@ -133,11 +143,130 @@ def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int
             for member in tokens]
 
 
-def format_share(texts: Sequence[str], pattern: tuple[int, ...]) -> float:
-    """The share of ``texts`` whose line lengths are exactly ``pattern``."""
-    if not texts:
-        raise ValueError("texts 不能为空")
-    return sum(line_lengths(Ci("", "", (t,))) == tuple(pattern) for t in texts) / len(texts)
+RATES = ("句长合格率", "平仄合格率", "押韵率")
+
+
+@dataclass(frozen=True)
+class Form:
+    """A 词牌's form as its ci show it: the line lengths ``pattern``, the tone ``grid`` (majority
+    tone per place) and the rhyme ``slots`` (lines whose end rhymes with the first line's),
+    rhyming by ``book`` (``onelayer.metre.BOOKS``)."""
+
+    tune: str
+    pattern: tuple[int, ...]
+    grid: metre.ToneGrid
+    slots: tuple[int, ...]
+    book: str = "平水韵"
+
+    @classmethod
+    def read(cls, cis: Sequence[Ci], tune: str, pattern: Sequence[int],
+             book: str = "平水韵") -> Form:
+        """The form of ``tune`` read from the ci of ``cis`` that follow ``pattern``."""
+        texts = [ci.text for ci in tune_subset(cis, [tune])]
+        return cls(tune, tuple(pattern), metre.tone_grid(texts, pattern),
+                   tuple(metre.rhyme_slots(texts, pattern, book)), book)
+
+    def rates(self, texts: Sequence[str]) -> torch.Tensor:
+        """[句长合格率, 平仄合格率, 押韵率] of ``texts``: the share whose line lengths are the
+        pattern; among those, the share of characters at the fixed tone places that have the
+        majority tone, and the share of rhyme slots that rhyme with the first line (nan when
+        no text follows the pattern)."""
+        if not texts:
+            raise ValueError("texts 不能为空")
+        length = sum(metre.length_ok(t, self.pattern) for t in texts) / len(texts)
+        tone = metre.tone_rate(texts, self.grid)
+        rhyme = metre.rhyme_rate(texts, self.pattern, self.slots, self.book)
+        return torch.tensor([length, math.nan if tone is None else tone,
+                             math.nan if rhyme is None else rhyme])
+
+    def rhyme_chance(self, texts: Sequence[str]) -> float:
+        """The 押韵率 of ``texts`` if their lines were not linked (``metre.rhyme_chance``)."""
+        chance = metre.rhyme_chance(texts, self.pattern, self.slots, self.book)
+        return math.nan if chance is None else chance
+
+
+def rhyme_filter(logits: torch.Tensor, chars: str, anchor: str,
+                 book: str = "平水韵") -> torch.Tensor:
+    """``logits`` [..., len(chars)] with every character that does not rhyme with ``anchor``
+    set to -inf (characters the rhyme table lacks are dropped too). Unchanged when ``anchor``
+    is not in the table or nothing in ``chars`` rhymes with it."""
+    if logits.shape[-1] != len(chars):
+        raise ValueError(f"logits 的最后一维应为字表大小 {len(chars)}，实际为 {logits.shape[-1]}")
+    keep = _rhyming(chars, anchor, book)
+    return logits if not keep.any() else logits.masked_fill(~keep, float("-inf"))
+
+
+def _rhyming(chars: str, anchor: str, book: str) -> torch.Tensor:
+    return torch.tensor([metre.rhymes(anchor, c, book) is True for c in chars])
+
+
+class _RhymeAtSlots:
+    """Follows each row of a batch as it is written (line, characters in the line, the first
+    line's end) and, at the last character of a rhyme slot, keeps only characters that rhyme
+    with the first line's end."""
+
+    def __init__(self, form: Form, vocab: CharVocab, rows: int) -> None:
+        self.form, self.chars = form, vocab.chars
+        self.line, self.count = [0] * rows, [0] * rows
+        self.anchor: list[str | None] = [None] * rows
+        self.last = [""] * rows
+        self.breaks = set(LINE_BREAKS + SEPARATOR + END)
+        self.masks: dict[str, torch.Tensor] = {}
+
+    def mask(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits [rows, V] with the rhyme imposed on the rows at a slot's last character."""
+        pattern = self.form.pattern
+        for row, (line, count, anchor) in enumerate(zip(self.line, self.count, self.anchor)):
+            if anchor and line in self.form.slots and count == pattern[line] - 1:
+                if anchor not in self.masks:
+                    self.masks[anchor] = _rhyming(self.chars, anchor, self.form.book)
+                if self.masks[anchor].any():
+                    logits[row] = logits[row].masked_fill(~self.masks[anchor], float("-inf"))
+        return logits
+
+    def update(self, new: list[int]) -> None:
+        for row, i in enumerate(new):
+            char = self.chars[i]
+            if char in self.breaks:
+                if self.line[row] == 0 and self.count[row]:
+                    self.anchor[row] = self.last[row]
+                self.line[row] += 1
+                self.count[row] = 0
+            else:
+                self.count[row] += 1
+            self.last[row] = char
+
+
+def slot_ends(text: str, form: Form) -> list[int]:
+    """Where in ``text`` the last character of each rhyme slot stands (the text follows the
+    form's pattern)."""
+    ends, line, count = [], 0, 0
+    for k, char in enumerate(text):
+        if char in LINE_BREAKS:
+            line, count = line + 1, 0
+        else:
+            count += 1
+            if line in form.slots and count == form.pattern[line]:
+                ends.append(k)
+    return ends
+
+
+@torch.no_grad()
+def slot_logprob(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str]) -> float:
+    """The mean log-probability (nats, temperature 1) ``model`` gives the character at the end
+    of each rhyme slot of ``texts``, read after the 词牌 prompt and the text before it; only
+    texts that follow the pattern count."""
+    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
+    if not kept:
+        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
+    prompt = vocab.encode(form.tune + SEPARATOR)
+    rows = [prompt + vocab.encode(t) for t in kept]
+    width = max(map(len, rows))
+    ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
+    logprobs = model(ids[:, :-1]).log_softmax(-1)       # 位置 t 预测第 t + 1 个词元
+    picked = [logprobs[r, len(prompt) + k - 1, ids[r, len(prompt) + k]]
+              for r, t in enumerate(kept) for k in slot_ends(t, form)]
+    return torch.stack(picked).mean().item()
 
 
 def songci_gpt_config(vocab: CharVocab, seq_len: int, position_table: bool = True) -> GPTConfig:
@@ -149,22 +278,24 @@ def songci_gpt_config(vocab: CharVocab, seq_len: int, position_table: bool = Tru
 @dataclass(frozen=True)
 class SongciRuns:
     """Models trained side by side: training loss [members, steps], and at each measured step
-    the validation loss [members] and the format share of their samples [members]."""
+    the validation loss [members] and the three rates of their samples [members, 3]
+    (``RATES``: 句长, 平仄, 押韵)."""
 
     stack: TinyGPTStack
     train_loss: torch.Tensor
     valid_loss: dict[int, torch.Tensor]
-    share: dict[int, torch.Tensor]
+    rates: dict[int, torch.Tensor]
 
 
 def train_songci_models(train: CiCorpus, valid: CiCorpus, seeds: Sequence[int], steps: int,
-                        tune: str, pattern: tuple[int, ...], position_table: bool = True,
+                        form: Form, position_table: bool = True,
                         lr: float = 3e-3, warmup: int = 20, batch_size: int = BATCH_SIZE,
                         seq_len: int = SEQ_LEN, every: int = 50, samples: int = 16,
                         progress: Progress | None = None) -> SongciRuns:
     """One model per seed (built from that seed; batches from seed + 1000), trained with
     ``train_adamw``; every ``every`` steps the validation loss on every validation ci and
-    the format share of ``samples`` ci written from ``tune`` at temperature 0.8."""
+    the three rates (``Form.rates``) of ``samples`` ci written per model from the form's 词牌
+    at temperature 0.8."""
     members = []
     for seed in seeds:
         with seeded(seed):
@@ -175,8 +306,8 @@ def train_songci_models(train: CiCorpus, valid: CiCorpus, seeds: Sequence[int], 
 
     def measure(model: TinyGPTStack) -> tuple[torch.Tensor, torch.Tensor]:
         loss = lm_loss(model(x.expand(len(seeds), -1, -1)), y.expand(len(seeds), -1, -1))
-        written = sample_ci(model, train.vocab, tune, samples, generator=generator)
-        return loss, torch.tensor([format_share(texts, pattern) for texts in written])
+        written = sample_ci(model, train.vocab, form.tune, samples, generator=generator)
+        return loss, torch.stack([form.rates(texts) for texts in written])
 
     losses, measured = train_adamw(stack, train, steps, lr, warmup, batch_size, seq_len,
                                    seed=[s + 1000 for s in seeds], evaluate=measure,
@@ -221,110 +352,3 @@ class BpeVocab:
 def tokens_per_line(tokenizer, lines: Sequence[str]) -> torch.Tensor:
     """How many tokens ``tokenizer`` makes of each line, [len(lines)]."""
     return torch.tensor([len(e.ids) for e in tokenizer.encode_batch(list(lines))])
-
-
-# The longer-trained model (tools/train_songci_gpt.py): all 词牌 of the training split, a larger
-# TinyGPT, thousands of steps; its checkpoint and loss log are kept in the repository.
-SONGCI_GPT_DIR = Path(__file__).resolve().parents[3] / "models" / "songci-gpt"
-WRITER_TUNES = {"浣溪沙": (7, 7, 7, 7, 7, 7), "鹧鸪天": (7, 7, 7, 7, 3, 3, 7, 7, 7),
-                "菩萨蛮": (7, 7, 5, 5, 5, 5, 5, 5), "西江月": (6, 6, 7, 6, 6, 6, 7, 6)}
-
-
-@dataclass(frozen=True)
-class LongRun:
-    """How the longer model is trained: every setting the script uses, saved beside it."""
-
-    steps: int = 3000
-    lr: float = 2e-3
-    warmup: int = 100
-    batch_size: int = 32
-    seq_len: int = 80          # a 鹧鸪天 with its 词牌, punctuation and line break is 69 characters
-    min_count: int = 10        # characters seen fewer times in the training split become □
-    d_model: int = 96
-    n_layers: int = 3
-    n_heads: int = 4
-    seed: int = 0
-    every: int = 250           # validation loss every this many steps
-
-
-def long_corpus(cis: Sequence[Ci], run: LongRun = LongRun()) -> tuple[CiCorpus, CiCorpus]:
-    """(train, valid) for the longer model: every ci without a lost character, split by ci,
-    one character vocabulary from the training split."""
-    kept = [ci for ci in cis if LOST not in ci.text]
-    train_cis, valid_cis = split_by_ci(kept)
-    vocab = char_vocab([ci_text(ci) for ci in train_cis], min_count=run.min_count)
-    return CiCorpus(train_cis, vocab), CiCorpus(valid_cis, vocab)
-
-
-def long_gpt_config(vocab_size: int, run: LongRun = LongRun()) -> GPTConfig:
-    return GPTConfig(vocab_size, run.seq_len, n_layers=run.n_layers,
-                     block=BlockConfig(d_model=run.d_model, n_heads=run.n_heads, fused=True))
-
-
-def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun(),
-                      steps: int | None = None, progress: Progress | None = None
-                      ) -> tuple[TinyGPT, dict[str, list[float]]]:
-    """The longer model, trained with ``train_adamw`` for the run's schedule: returns it and
-    its log (the training loss of every step; the validation loss at step 0 and every
-    ``run.every`` steps; what float16 weights change). ``steps`` runs only the first steps of
-    the schedule (to check that they repeat a log): its log then holds the training losses
-    only, since one validation pass costs about as much as 20 training steps."""
-    with seeded(run.seed):
-        model = TinyGPT(long_gpt_config(len(train.vocab), run))
-    whole = steps is None or steps == run.steps
-    losses, measured = train_adamw(
-        model, train, run.steps, run.lr, run.warmup, run.batch_size, run.seq_len,
-        seed=run.seed + 1000, evaluate=(lambda m: validation_loss(m, valid, run.seq_len))
-        if whole else None, every=run.every, progress=progress, stop=steps)
-    log = {"train_loss": losses.tolist()}
-    if whole:
-        log |= {"valid_step": list(measured), "valid_loss": list(measured.values()),
-                "float16_logit_change": float16_logit_change(
-                    model.eval(), valid.every_ci(run.seq_len)[0][:256])}
-    return model, log
-
-
-@torch.no_grad()
-def validation_loss(model: TinyGPT, corpus: CiCorpus, seq_len: int, size: int = 256) -> float:
-    """Cross-entropy (nats per token) on the first ``seq_len`` tokens of every ci of
-    ``corpus``, computed ``size`` ci at a time."""
-    x, y = corpus.every_ci(seq_len)
-    total = sum(lm_loss(model(x[i:i + size]), y[i:i + size]).item() * len(x[i:i + size])
-                for i in range(0, len(x), size))
-    return total / len(x)
-
-
-@torch.no_grad()
-def float16_logit_change(model: TinyGPT, x: torch.Tensor) -> float:
-    """The largest change in ``model``'s logits on the windows ``x`` when its weights are
-    rounded to float16 (as the page and the checkpoint store them)."""
-    half = copy.deepcopy(model)
-    for p in half.parameters():
-        p.copy_(p.half().float())
-    return (half(x) - model(x)).abs().max().item()
-
-
-def save_songci_gpt(model: TinyGPT, vocab: CharVocab, run: LongRun, log: dict,
-                    seconds: float, folder: Path = SONGCI_GPT_DIR) -> None:
-    """The checkpoint (float16 weights), the vocabulary, the settings, the loss log and what
-    the rounding to float16 changed in the logits (measured on the log's validation windows:
-    ``log["float16_logit_change"]``)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save({k: v.half() for k, v in model.state_dict().items()}, folder / "weights.pt")
-    (folder / "run.json").write_text(json.dumps(
-        {"run": asdict(run), "vocab": vocab.chars, "seconds": round(seconds),
-         "torch": torch.__version__, **log}, ensure_ascii=False, indent=0) + "\n",
-        encoding="utf-8")
-
-
-def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, dict]:
-    """The longer model (float32, eval mode), its vocabulary and what ``run.json`` records."""
-    if not (folder / "weights.pt").is_file():
-        raise FileNotFoundError(f"没有找到长时间训练的模型 {folder}：运行 "
-                                "python tools/train_songci_gpt.py 重新训练（2 个核上约 11 分钟）")
-    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    vocab = CharVocab(record["vocab"])
-    model = TinyGPT(long_gpt_config(len(vocab), LongRun(**record["run"])))
-    weights = torch.load(folder / "weights.pt", weights_only=True)
-    model.load_state_dict({k: v.float() for k, v in weights.items()})
-    return model.eval(), vocab, record

@@ -1,0 +1,153 @@
+"""Chapter 10's longer-trained models, kept in the repository: the model that read the whole
+全宋词 (tools/train_songci_gpt.py, ``models/songci-gpt/``) and the rhyme study, its recipe with
+one setting changed at a time (tools/train_rhyme_study.py, ``models/rhyme-study/``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from onelayer.block import BlockConfig
+from onelayer.model import GPTConfig, TinyGPT, lm_loss
+from onelayer.songci import LOST, CharVocab, Ci, CiCorpus, char_vocab, ci_text, split_by_ci
+from onelayer.train import Progress, seeded, train_adamw
+
+# The longer-trained model (tools/train_songci_gpt.py): all 词牌 of the training split, a larger
+# TinyGPT, thousands of steps; its checkpoint and loss log are kept in the repository.
+SONGCI_GPT_DIR = Path(__file__).resolve().parents[3] / "models" / "songci-gpt"
+WRITER_TUNES = {"浣溪沙": (7, 7, 7, 7, 7, 7), "鹧鸪天": (7, 7, 7, 7, 3, 3, 7, 7, 7),
+                "菩萨蛮": (7, 7, 5, 5, 5, 5, 5, 5), "西江月": (6, 6, 7, 6, 6, 6, 7, 6)}
+
+
+@dataclass(frozen=True)
+class LongRun:
+    """How the longer model is trained: every setting the script uses, saved beside it."""
+
+    steps: int = 3000
+    lr: float = 2e-3
+    warmup: int = 100
+    batch_size: int = 32
+    seq_len: int = 80          # a 鹧鸪天 with its 词牌, punctuation and line break is 69 characters
+    min_count: int = 10        # characters seen fewer times in the training split become □
+    d_model: int = 96
+    n_layers: int = 3
+    n_heads: int = 4
+    seed: int = 0
+    every: int = 250           # validation loss every this many steps
+    rope_theta: float | None = None   # a base θ: RoPE (chapter 9) in place of the position table
+
+
+def long_corpus(cis: Sequence[Ci], run: LongRun = LongRun()) -> tuple[CiCorpus, CiCorpus]:
+    """(train, valid) for the longer model: every ci without a lost character, split by ci,
+    one character vocabulary from the training split."""
+    kept = [ci for ci in cis if LOST not in ci.text]
+    train_cis, valid_cis = split_by_ci(kept)
+    vocab = char_vocab([ci_text(ci) for ci in train_cis], min_count=run.min_count)
+    return CiCorpus(train_cis, vocab), CiCorpus(valid_cis, vocab)
+
+
+def long_gpt_config(vocab_size: int, run: LongRun = LongRun()) -> GPTConfig:
+    return GPTConfig(vocab_size, run.seq_len, n_layers=run.n_layers,
+                     block=BlockConfig(d_model=run.d_model, n_heads=run.n_heads, fused=True,
+                                       rope_theta=run.rope_theta))
+
+
+def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun(),
+                      steps: int | None = None, progress: Progress | None = None
+                      ) -> tuple[TinyGPT, dict[str, list[float]]]:
+    """The longer model, trained with ``train_adamw`` for the run's schedule: returns it and
+    its log (the training loss of every step; the validation loss at step 0 and every
+    ``run.every`` steps; what float16 weights change). ``steps`` runs only the first steps of
+    the schedule (to check that they repeat a log): its log then holds the training losses
+    only, since one validation pass costs about as much as 20 training steps."""
+    with seeded(run.seed):
+        model = TinyGPT(long_gpt_config(len(train.vocab), run))
+    whole = steps is None or steps == run.steps
+    losses, measured = train_adamw(
+        model, train, run.steps, run.lr, run.warmup, run.batch_size, run.seq_len,
+        seed=run.seed + 1000, evaluate=(lambda m: validation_loss(m, valid, run.seq_len))
+        if whole else None, every=run.every, progress=progress, stop=steps)
+    log = {"train_loss": losses.tolist()}
+    if whole:
+        log |= {"valid_step": list(measured), "valid_loss": list(measured.values()),
+                "float16_logit_change": float16_logit_change(
+                    model.eval(), valid.every_ci(run.seq_len)[0][:256])}
+    return model, log
+
+
+@torch.no_grad()
+def validation_loss(model: TinyGPT, corpus: CiCorpus, seq_len: int, size: int = 256) -> float:
+    """Cross-entropy (nats per token) on the first ``seq_len`` tokens of every ci of
+    ``corpus``, computed ``size`` ci at a time."""
+    x, y = corpus.every_ci(seq_len)
+    total = sum(lm_loss(model(x[i:i + size]), y[i:i + size]).item() * len(x[i:i + size])
+                for i in range(0, len(x), size))
+    return total / len(x)
+
+
+@torch.no_grad()
+def float16_logit_change(model: TinyGPT, x: torch.Tensor) -> float:
+    """The largest change in ``model``'s logits on the windows ``x`` when its weights are
+    rounded to float16 (as the page and the checkpoint store them)."""
+    half = copy.deepcopy(model)
+    for p in half.parameters():
+        p.copy_(p.half().float())
+    return (half(x) - model(x)).abs().max().item()
+
+
+def save_songci_gpt(model: TinyGPT, vocab: CharVocab, run: LongRun, log: dict,
+                    seconds: float, folder: Path = SONGCI_GPT_DIR) -> None:
+    """The checkpoint (float16 weights), the vocabulary, the settings, the loss log and what
+    the rounding to float16 changed in the logits (measured on the log's validation windows:
+    ``log["float16_logit_change"]``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.half() for k, v in model.state_dict().items()}, folder / "weights.pt")
+    (folder / "run.json").write_text(json.dumps(
+        {"run": asdict(run), "vocab": vocab.chars, "seconds": round(seconds),
+         "torch": torch.__version__, **log}, ensure_ascii=False, indent=0) + "\n",
+        encoding="utf-8")
+
+
+# The rhyme study (tools/train_rhyme_study.py): the longer model's recipe with one setting
+# changed at a time, three seeds each. The recipe's own seed 0 is the model above.
+RHYME_STUDY_DIR = SONGCI_GPT_DIR.parent / "rhyme-study"
+RHYME_SEEDS = (0, 1, 2)
+RHYME_ARMS = {"table": lambda seed: LongRun(seed=seed),
+              "rope": lambda seed: LongRun(seed=seed, rope_theta=1e4)}
+
+
+def rhyme_study_folder(arm: str, seed: int) -> Path:
+    """Where the study keeps one arm's model for one seed."""
+    if arm not in RHYME_ARMS or seed not in RHYME_SEEDS:
+        raise ValueError(f"arm 应为 {list(RHYME_ARMS)} 之一、seed 应为 {RHYME_SEEDS} 之一，"
+                         f"实际为 {arm!r}、{seed!r}")
+    if arm == "table" and seed == 0:
+        return SONGCI_GPT_DIR
+    return RHYME_STUDY_DIR / f"{arm}-{seed}"
+
+
+def load_rhyme_study() -> dict[str, list[TinyGPT]]:
+    """Each arm's models, one per seed of ``RHYME_SEEDS`` (they share one vocabulary: the
+    longer model's, made from the same training split)."""
+    return {arm: [load_songci_gpt(rhyme_study_folder(arm, seed))[0] for seed in RHYME_SEEDS]
+            for arm in RHYME_ARMS}
+
+
+def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, dict]:
+    """The longer model (float32, eval mode), its vocabulary and what ``run.json`` records."""
+    if not (folder / "weights.pt").is_file():
+        script = "train_rhyme_study.py（约 40 分钟）" if folder.parent == RHYME_STUDY_DIR \
+            else "train_songci_gpt.py（约 11 分钟）"
+        raise FileNotFoundError(f"没有找到长时间训练的模型 {folder}：在 2 个核上运行 "
+                                f"python tools/{script}重新训练")
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    vocab = CharVocab(record["vocab"])
+    model = TinyGPT(long_gpt_config(len(vocab), LongRun(**record["run"])))
+    weights = torch.load(folder / "weights.pt", weights_only=True)
+    model.load_state_dict({k: v.float() for k, v in weights.items()})
+    return model.eval(), vocab, record
