@@ -8,7 +8,8 @@ a 词牌 read from its ci, and the rates chapter 10 measures a model by. No torc
   (多音字, or traditional characters that simplify to one) stays ambiguous: never guessed.
   ``book="词林正韵"`` rhymes by 戈载's 19 部 instead (``CILIN``), which joins 平水韵 groups;
 - ``tone_grid``: per line and position, the majority tone of a set of ci and how many agree;
-- ``rhyme_slots``: the line ends that rhyme with the first line's end in most ci;
+- ``line_rhymes``, ``rhyme_slots``: how often each line's end rhymes with the first line's,
+  and the lines where most ci rhyme;
 - ``length_ok``, ``tone_rate``, ``rhyme_rate``, ``rhyme_chance``: 句长, 平仄 and 押韵.
 
 Limits, said where the chapter uses them: a character's tone can depend on its reading (the
@@ -184,48 +185,67 @@ def tone_grid(texts: Sequence[str], pattern: Sequence[int]) -> ToneGrid:
     return ToneGrid(tuple(pattern), tuple(majority), tuple(agreement), tuple(counted))
 
 
+def line_rhymes(texts: Sequence[str], pattern: Sequence[int],
+                book: str = "平水韵") -> list[float | None]:
+    """Per line, the share of the ``texts`` that follow ``pattern`` whose line ends rhymes with
+    the first line's end (None for the first line, and where nothing could be counted)."""
+    ci = _in_pattern(texts, pattern)
+    return [None] + [_share([rhymes(lines[0][-1], lines[i][-1], book) for lines in ci])
+                     for i in range(1, len(pattern))]
+
+
 def rhyme_slots(texts: Sequence[str], pattern: Sequence[int], book: str = "平水韵",
                 threshold: float = 0.5) -> list[int]:
     """The lines (after the first) whose last character rhymes with the first line's last
     character in at least ``threshold`` of the ``texts`` that follow ``pattern``."""
-    ci = _in_pattern(texts, pattern)
-    slots = []
-    for i in range(1, len(pattern)):
-        pairs = [rhymes(lines[0][-1], lines[i][-1], book) for lines in ci]
-        known = [p for p in pairs if p is not None]
-        if known and sum(known) / len(known) >= threshold:
-            slots.append(i)
-    return slots
+    shares = line_rhymes(texts, pattern, book)
+    return [i for i, share in enumerate(shares) if share is not None and share >= threshold]
+
+
+def _in_place(texts: Sequence[str], pattern: Sequence[int]) -> list[tuple[list[str], set[int]]]:
+    """Each text's lines, with the indices of the lines whose length is the pattern's there."""
+    if not texts:
+        raise ValueError("texts 不能为空")
+    placed = []
+    for text in texts:
+        lines = ci_lines(text)
+        placed.append((lines, {i for i, (line, n) in enumerate(zip(lines, pattern))
+                               if len(line) == n}))
+    return placed
 
 
 def tone_rate(texts: Sequence[str], grid: ToneGrid, threshold: float = 0.9) -> float | None:
-    """平仄合格率: over the texts that follow the grid's pattern, the share of characters at the
-    fixed places (``grid.fixed(threshold)``) whose tone is the majority's; characters of both
-    tones or missing from the table are not counted. None when nothing could be counted."""
-    ci = _in_pattern(texts, grid.pattern)
-    tones = [(tone(lines[i][j]), grid.majority[i][j]) for lines in ci
-             for i, j in grid.fixed(threshold)]
+    """平仄合格率: the share of characters at the fixed places (``grid.fixed(threshold)``) whose
+    tone is the majority's, over every line that has its pattern length (a text need not follow
+    the whole pattern); characters of both tones or missing from the table are not counted.
+    None when nothing could be counted."""
+    fixed = grid.fixed(threshold)
+    tones = [(tone(lines[i][j]), grid.majority[i][j])
+             for lines, placed in _in_place(texts, grid.pattern) for i, j in fixed if i in placed]
     known = [t == m for t, m in tones if t in (PING, ZE)]
     return sum(known) / len(known) if known else None
 
 
 def rhyme_rate(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
                book: str = "平水韵") -> float | None:
-    """押韵率: over the texts that follow ``pattern``, the share of rhyme slots whose last
-    character rhymes with the first line's. Pairs with a character the table lacks are not
-    counted. None when nothing could be counted."""
-    ci = _in_pattern(texts, pattern)
-    return _share([rhymes(lines[0][-1], lines[i][-1], book) for lines in ci for i in slots])
+    """押韵率: the share of rhyme slots whose last character rhymes with the first line's, over
+    the slots where both lines have their pattern length; pairs with a character the table
+    lacks are not counted. None when nothing could be counted."""
+    return _share([rhymes(lines[0][-1], lines[i][-1], book)
+                   for lines, placed in _in_place(texts, pattern) if 0 in placed
+                   for i in slots if i in placed])
 
 
 def rhyme_chance(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
                  book: str = "平水韵") -> float | None:
     """押韵率 by chance: the first line's end of one text against the slots of every *other*
-    text — same characters, same places, but no link between the lines."""
-    ci = _in_pattern(texts, pattern)
-    firsts = Counter(lines[0][-1] for lines in ci)
-    ends = Counter(lines[i][-1] for lines in ci for i in slots)
-    same = Counter((lines[0][-1], lines[i][-1]) for lines in ci for i in slots)
+    text (lines of their pattern length, as ``rhyme_rate`` counts them) — the same characters
+    at the same places, but no link between the lines."""
+    placed = _in_place(texts, pattern)
+    firsts = Counter(lines[0][-1] for lines, ok in placed if 0 in ok)
+    ends = Counter(lines[i][-1] for lines, ok in placed for i in slots if i in ok)
+    same = Counter((lines[0][-1], lines[i][-1]) for lines, ok in placed if 0 in ok
+                   for i in slots if i in ok)
     hits = total = 0
     for a, na in firsts.items():
         for b, nb in ends.items():

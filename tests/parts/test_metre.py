@@ -88,6 +88,17 @@ def test_tone_grid_rhyme_slots_and_rates_on_made_up_ci():
     assert metre.rhyme_chance([t[:48] for t in mixed], PATTERN, [1]) == 0.0
 
 
+def test_tone_and_rhyme_count_every_line_of_its_pattern_length():
+    grid = metre.tone_grid([YAN_SHU], PATTERN)
+    broken = YAN_SHU.replace("去年天气旧亭台", "去年天气亭台")   # 第 2 句少一个字
+    assert not metre.length_ok(broken, PATTERN)
+    assert metre.tone_rate([broken], grid) == 1.0               # 其余五句照样计入
+    assert metre.rhyme_rate([broken], PATTERN, [1, 2, 4, 5]) == 1.0
+    wrong = YAN_SHU.replace("夕阳西下几时回", "夕阳西下几时去")
+    assert metre.rhyme_rate([wrong], PATTERN, [1, 2, 4, 5]) == 3 / 4
+    assert metre.tone_rate(["一二三"], grid) is None
+
+
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: metre.tone("东风"), "应为一个字"),
     (lambda: metre.tone(3), "应为一个字"),

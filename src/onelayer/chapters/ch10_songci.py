@@ -149,12 +149,13 @@ RATES = ("句长合格率", "平仄合格率", "押韵率")
 @dataclass(frozen=True)
 class Form:
     """A 词牌's form as its ci show it: the line lengths ``pattern``, the tone ``grid`` (majority
-    tone per place) and the rhyme ``slots`` (lines whose end rhymes with the first line's),
-    rhyming by ``book`` (``onelayer.metre.BOOKS``)."""
+    tone per place), per line how often its end rhymes with the first line's (``line_rhymes``)
+    and the rhyme ``slots`` (the lines where most ci rhyme), rhyming by ``book``."""
 
     tune: str
     pattern: tuple[int, ...]
     grid: metre.ToneGrid
+    line_rhymes: tuple[float | None, ...]
     slots: tuple[int, ...]
     book: str = "平水韵"
 
@@ -164,13 +165,15 @@ class Form:
         """The form of ``tune`` read from the ci of ``cis`` that follow ``pattern``."""
         texts = [ci.text for ci in tune_subset(cis, [tune])]
         return cls(tune, tuple(pattern), metre.tone_grid(texts, pattern),
+                   tuple(metre.line_rhymes(texts, pattern, book)),
                    tuple(metre.rhyme_slots(texts, pattern, book)), book)
 
     def rates(self, texts: Sequence[str]) -> torch.Tensor:
         """[句长合格率, 平仄合格率, 押韵率] of ``texts``: the share whose line lengths are the
-        pattern; among those, the share of characters at the fixed tone places that have the
-        majority tone, and the share of rhyme slots that rhyme with the first line (nan when
-        no text follows the pattern)."""
+        pattern; the share of characters at the fixed tone places that have the majority tone,
+        and the share of rhyme slots that rhyme with the first line, both over the lines that
+        have their pattern length (``metre.tone_rate``, ``metre.rhyme_rate``); nan when there
+        is nothing to count.
         if not texts:
             raise ValueError("texts 不能为空")
         length = sum(metre.length_ok(t, self.pattern) for t in texts) / len(texts)
@@ -183,6 +186,19 @@ class Form:
         """The 押韵率 of ``texts`` if their lines were not linked (``metre.rhyme_chance``)."""
         chance = metre.rhyme_chance(texts, self.pattern, self.slots, self.book)
         return math.nan if chance is None else chance
+
+
+def random_ci(texts: Sequence[str], pattern: Sequence[int], n: int,
+              generator: torch.Generator) -> list[str]:
+    """``n`` texts of ``pattern``'s line lengths whose characters are drawn one by one, each
+    with its frequency among the characters of ``texts`` (punctuation left out): 句长 is right
+    by construction, and nothing else is there but the frequencies."""
+    check_positive_int("n", n)
+    chars = [c for t in texts for c in t if c not in LINE_BREAKS]
+    picks = torch.randint(len(chars), (n, sum(pattern)), generator=generator).tolist()
+    ends = torch.tensor(pattern).cumsum(0).tolist()
+    return ["".join(chars[k] + ("，" if j + 1 in ends else "") for j, k in enumerate(row))
+            for row in picks]
 
 
 def rhyme_filter(logits: torch.Tensor, chars: str, anchor: str,

@@ -14,11 +14,13 @@ from onelayer.book.diagrams.modern import (
 )
 from onelayer.book.diagrams.norms import layernorm_geometry_diagram
 from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
+from onelayer.book.diagrams.songci import ci_form_diagram
 
 __all__ = [
     "Diagram",
     "attention_diagram",
     "block_norms_diagram",
+    "ci_form_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",
