@@ -242,25 +242,24 @@ def clip_gradients(model: nn.Module, max_norm: float) -> None:
 def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
                 batch_size: int, seq_len: int, seed: int | Sequence[int] = 0,
                 max_norm: float = 1.0, evaluate: Callable[[nn.Module], object] | None = None,
-                every: int | None = None, progress: Progress | None = None,
-                stop: int | None = None) -> tuple[torch.Tensor, dict[int, object]]:
+                every: int | None = None, progress: Progress | None = None
+                ) -> tuple[torch.Tensor, dict[int, object]]:
     """The training loop of a real language model, for a TinyGPT or a stack of them (one seed
     each: a seed fixes a member's batches). AdamW, warm-up then cosine decay, gradient clipping.
     Returns the training loss per step, [steps] (a stack: [members, steps]), and
     ``evaluate(model)`` (in eval mode) at step 0, every ``every`` steps and after the last:
-    {step: result}. ``stop``: run only the first ``stop`` steps of the ``steps``-step schedule."""
+    {step: result}. ``progress`` wraps the steps (a progress bar; or ``itertools.islice`` to run
+    only the first steps of the schedule: the losses of steps not run stay nan)."""
     check_positive_int("steps", steps)
-    stop = steps if stop is None else stop
-    if isinstance(stop, bool) or not isinstance(stop, int) or not 0 < stop <= steps:
-        raise ValueError(f"stop 应为 1 到 steps={steps} 之间的整数，实际为 {stop!r}")
     stacked = hasattr(model, "per_member")
     seeds = _per_member("seed", seed, len(model)) if stacked else [seed]
     generators = [torch.Generator().manual_seed(s) for s in seeds]
     optimizer = adamw(model, lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: warmup_cosine(step, steps, warmup))
-    losses, evaluations = torch.empty(len(seeds), stop), {}
-    for step in (progress or iter)(range(stop)):
+    losses, evaluations = torch.full((len(seeds), steps), math.nan), {}
+    done = 0
+    for step in (progress or iter)(range(steps)):
         if evaluate is not None and every and step % every == 0:
             evaluations[step] = _evaluated(model, evaluate)
         batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
@@ -272,8 +271,9 @@ def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
         optimizer.step()
         schedule.step()
         losses[:, step] = loss.detach()
+        done = step + 1
     if evaluate is not None:
-        evaluations[stop] = _evaluated(model, evaluate)
+        evaluations[done] = _evaluated(model, evaluate)
     return (losses if stacked else losses[0]), evaluations
 
 

@@ -58,26 +58,20 @@ def long_gpt_config(vocab_size: int, run: LongRun = LongRun()) -> GPTConfig:
 
 
 def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun(),
-                      steps: int | None = None, progress: Progress | None = None
-                      ) -> tuple[TinyGPT, dict[str, list[float]]]:
+                      progress: Progress | None = None) -> tuple[TinyGPT, dict[str, list[float]]]:
     """The longer model, trained with ``train_adamw`` for the run's schedule: returns it and
-    its log (the training loss of every step; the validation loss at step 0 and every
-    ``run.every`` steps; what float16 weights change). ``steps`` runs only the first steps of
-    the schedule (to check that they repeat a log): its log then holds the training losses
-    only, since one validation pass costs about as much as 20 training steps."""
+    its log (the training loss of every step; the validation loss at step 0, every
+    ``run.every`` steps and at the end; what float16 weights change)."""
     with seeded(run.seed):
         model = TinyGPT(long_gpt_config(len(train.vocab), run))
-    whole = steps is None or steps == run.steps
     losses, measured = train_adamw(
         model, train, run.steps, run.lr, run.warmup, run.batch_size, run.seq_len,
-        seed=run.seed + 1000, evaluate=(lambda m: validation_loss(m, valid, run.seq_len))
-        if whole else None, every=run.every, progress=progress, stop=steps)
-    log = {"train_loss": losses.tolist()}
-    if whole:
-        log |= {"valid_step": list(measured), "valid_loss": list(measured.values()),
-                "float16_logit_change": float16_logit_change(
-                    model.eval(), valid.every_ci(run.seq_len)[0][:256])}
-    return model, log
+        seed=run.seed + 1000, evaluate=lambda m: validation_loss(m, valid, run.seq_len),
+        every=run.every, progress=progress)
+    return model, {"train_loss": losses.tolist(), "valid_step": list(measured),
+                   "valid_loss": list(measured.values()),
+                   "float16_logit_change": float16_logit_change(
+                       model.eval(), valid.every_ci(run.seq_len)[0][:256])}
 
 
 @torch.no_grad()

@@ -173,7 +173,7 @@ class Form:
         pattern; the share of characters at the fixed tone places that have the majority tone,
         and the share of rhyme slots that rhyme with the first line, both over the lines that
         have their pattern length (``metre.tone_rate``, ``metre.rhyme_rate``); nan when there
-        is nothing to count.
+        is nothing to count."""
         if not texts:
             raise ValueError("texts 不能为空")
         length = sum(metre.length_ok(t, self.pattern) for t in texts) / len(texts)
