@@ -214,26 +214,26 @@ def _in_place(texts: Sequence[str], pattern: Sequence[int]) -> list[tuple[list[s
     return placed
 
 
-def tone_rate(texts: Sequence[str], grid: ToneGrid, threshold: float = 0.9) -> float | None:
+def tone_rate(texts: Sequence[str], grid: ToneGrid, threshold: float = 0.9,
+              at_least: int = 1) -> float | None:
     """平仄合格率: the share of characters at the fixed places (``grid.fixed(threshold)``) whose
     tone is the majority's, over every line that has its pattern length (a text need not follow
     the whole pattern); characters of both tones or missing from the table are not counted.
-    None when nothing could be counted."""
+    None when fewer than ``at_least`` characters could be counted."""
     fixed = grid.fixed(threshold)
     tones = [(tone(lines[i][j]), grid.majority[i][j])
              for lines, placed in _in_place(texts, grid.pattern) for i, j in fixed if i in placed]
-    known = [t == m for t, m in tones if t in (PING, ZE)]
-    return sum(known) / len(known) if known else None
+    return _share([t == m if t in (PING, ZE) else None for t, m in tones], at_least)
 
 
 def rhyme_rate(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
-               book: str = "平水韵") -> float | None:
+               book: str = "平水韵", at_least: int = 1) -> float | None:
     """押韵率: the share of rhyme slots whose last character rhymes with the first line's, over
     the slots where both lines have their pattern length; pairs with a character the table
-    lacks are not counted. None when nothing could be counted."""
+    lacks are not counted. None when fewer than ``at_least`` pairs could be counted."""
     return _share([rhymes(lines[0][-1], lines[i][-1], book)
                    for lines, placed in _in_place(texts, pattern) if 0 in placed
-                   for i in slots if i in placed])
+                   for i in slots if i in placed], at_least)
 
 
 def rhyme_chance(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
@@ -257,6 +257,6 @@ def rhyme_chance(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[i
     return hits / total if total else None
 
 
-def _share(flags: Sequence[bool | None]) -> float | None:
+def _share(flags: Sequence[bool | None], at_least: int = 1) -> float | None:
     known = [f for f in flags if f is not None]
-    return sum(known) / len(known) if known else None
+    return sum(known) / len(known) if len(known) >= max(1, at_least) else None

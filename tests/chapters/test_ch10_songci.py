@@ -10,6 +10,7 @@ from onelayer.chapters.ch10_songci import (
     Form,
     bpe_tokenizer,
     rhyme_filter,
+    rhyme_mass,
     sample_ci,
     slot_logprob,
     songci_gpt_config,
@@ -96,12 +97,13 @@ def test_sample_ci_writes_per_member_and_stops_at_the_line_break(corpus):
 def test_form_reads_the_grid_and_slots_and_rates_three_rules():
     assert FORM.slots == (1,) and FORM.grid.majority[0][-1] == "平"
     texts = ["一曲新词酒一杯，去年天气旧亭台。", "一曲新词酒一杯，去年天气旧亭去。",
-             "一曲新词酒一杯，去年天气旧亭。", "浣溪沙：一曲新词酒，去年天气旧亭台。"]
+             "一曲新词酒一杯，去年天气旧亭。", "浣溪沙：一曲新词酒，去年天气旧亭台。"] * 10
     length, tone, rhyme = FORM.rates(texts).tolist()
     assert length == pytest.approx(1 / 2)                 # 后两首句长不合
     assert rhyme == pytest.approx(1 / 2)                  # 台押韵，去不押
     assert 0 < tone <= 1
     assert FORM.rates(["一二三"]).isnan()[1:].all()       # 没有一首合格：平仄、押韵无从量
+    assert FORM.rates(texts[:4]).isnan()[2]              # 只有 2 对韵脚：太少，说不准
     assert FORM.rhyme_chance(texts[:2]) == pytest.approx(1 / 2)
     with pytest.raises(ValueError, match="texts 不能为空"):
         FORM.rates([])
@@ -126,14 +128,20 @@ def test_sample_ci_with_the_rhyme_writes_a_rhyme_at_every_slot():
                                batch_size=4, seq_len=24, samples=1, warmup=5, lr=1e-2)
     model = runs.stack.member(0).eval()
     generator = torch.Generator().manual_seed(0)
-    free = sample_ci(model, vocab, "浣溪沙", 20, temperature=0.5, generator=generator)[0]
-    bound = sample_ci(model, vocab, "浣溪沙", 20, temperature=0.5, generator=generator,
+    free = sample_ci(model, vocab, "浣溪沙", 40, temperature=0.5, generator=generator)[0]
+    bound = sample_ci(model, vocab, "浣溪沙", 40, temperature=0.5, generator=generator,
                       rhyme=FORM)[0]
     assert FORM.rates(free)[2] == 0.0 and FORM.rates(bound)[2] == 1.0
     assert {t[14] for t in bound} <= set("杯台来回")
     assert slot_logprob(model, vocab, FORM, bound) < slot_logprob(model, vocab, FORM, free)
     with pytest.raises(ValueError, match="没有句长为 7·7 的词"):
         slot_logprob(model, vocab, FORM, ["一二三"])
+    # 第一句末字的韵上放了多少概率：它只学过“去”，放在“杯”韵上的很少；换掉首句末字、按原字判断
+    texts = ["一曲新词酒一杯，去年天气旧亭台。"]
+    mass = rhyme_mass(model, vocab, FORM, texts)
+    assert 0 <= mass < 0.5
+    assert rhyme_mass(model, vocab, FORM, texts, anchors=["杯"]) == pytest.approx(mass)
+    assert rhyme_mass(model, vocab, FORM, texts, anchors=["花"]) != pytest.approx(mass)
 
 
 def test_train_songci_models_measures_loss_and_share_at_every_step(corpus):

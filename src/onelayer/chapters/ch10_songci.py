@@ -144,6 +144,7 @@ def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int
 
 
 RATES = ("句长合格率", "平仄合格率", "押韵率")
+AT_LEAST = 20   # 平仄、押韵：可量的字或韵脚少于这么多，就说不准，记作 nan
 
 
 @dataclass(frozen=True)
@@ -172,13 +173,13 @@ class Form:
         """[句长合格率, 平仄合格率, 押韵率] of ``texts``: the share whose line lengths are the
         pattern; the share of characters at the fixed tone places that have the majority tone,
         and the share of rhyme slots that rhyme with the first line, both over the lines that
-        have their pattern length (``metre.tone_rate``, ``metre.rhyme_rate``); nan when there
-        is nothing to count."""
+        have their pattern length (``metre.tone_rate``, ``metre.rhyme_rate``); nan when fewer
+        than ``AT_LEAST`` characters or slots could be counted."""
         if not texts:
             raise ValueError("texts 不能为空")
         length = sum(metre.length_ok(t, self.pattern) for t in texts) / len(texts)
-        tone = metre.tone_rate(texts, self.grid)
-        rhyme = metre.rhyme_rate(texts, self.pattern, self.slots, self.book)
+        tone = metre.tone_rate(texts, self.grid, at_least=AT_LEAST)
+        rhyme = metre.rhyme_rate(texts, self.pattern, self.slots, self.book, at_least=AT_LEAST)
         return torch.tensor([length, math.nan if tone is None else tone,
                              math.nan if rhyme is None else rhyme])
 
@@ -283,6 +284,29 @@ def slot_logprob(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[s
     picked = [logprobs[r, len(prompt) + k - 1, ids[r, len(prompt) + k]]
               for r, t in enumerate(kept) for k in slot_ends(t, form)]
     return torch.stack(picked).mean().item()
+
+
+@torch.no_grad()
+def rhyme_mass(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str],
+               anchors: Sequence[str] | None = None) -> float:
+    """The mean probability ``model`` puts, at the end of the first rhyme slot of ``texts`` (there
+    the first line is the only rhyme it has read), on the characters that rhyme with the first
+    line's end. ``anchors``: one character per text written over the first line's end before
+    the model reads it (the rhyme is still judged against the original end): if the model
+    links the lines, the probability falls."""
+    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
+    if not kept:
+        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
+    ends = [metre.ci_lines(t)[0][-1] for t in kept]
+    fed = kept if anchors is None else [
+        t[:form.pattern[0] - 1] + a + t[form.pattern[0]:] for t, a in zip(kept, anchors)]
+    prompt = vocab.encode(form.tune + SEPARATOR)
+    rows = [prompt + vocab.encode(t) for t in fed]
+    width = max(map(len, rows))
+    probs = model(torch.tensor([r + [0] * (width - len(r)) for r in rows])).softmax(-1)
+    masses = [probs[r, len(prompt) + slot_ends(t, form)[0] - 1][
+        _rhyming(vocab.chars, end, form.book)].sum() for r, (t, end) in enumerate(zip(kept, ends))]
+    return torch.stack(masses).mean().item()
 
 
 def songci_gpt_config(vocab: CharVocab, seq_len: int, position_table: bool = True) -> GPTConfig:
