@@ -5,14 +5,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from onelayer.chapters.ch10_longer import other_rhyme_ends, rhyme_mass, slot_logprob
 from onelayer.chapters.ch10_songci import (
     Bigram,
     Form,
     bpe_tokenizer,
     rhyme_filter,
-    rhyme_mass,
     sample_ci,
-    slot_logprob,
     songci_gpt_config,
     tokens_per_line,
     train_songci_models,
@@ -142,6 +141,8 @@ def test_sample_ci_with_the_rhyme_writes_a_rhyme_at_every_slot():
     assert 0 <= mass < 0.5
     assert rhyme_mass(model, vocab, FORM, texts, anchors=["杯"]) == pytest.approx(mass)
     assert rhyme_mass(model, vocab, FORM, texts, anchors=["花"]) != pytest.approx(mass)
+    ends = other_rhyme_ends(["一曲新词酒一杯，", "二曲新词酒一台，", "三曲新词酒一花，"], FORM)
+    assert ends == ["花", "花", "杯"]                  # 下一首里第一个不同韵的首句末字
 
 
 def test_train_songci_models_measures_loss_and_share_at_every_step(corpus):

@@ -1,6 +1,9 @@
 """Chapter 10's longer-trained models, kept in the repository: the model that read the whole
 全宋词 (tools/train_songci_gpt.py, ``models/songci-gpt/``) and the rhyme study, its recipe with
-one setting changed at a time (tools/train_rhyme_study.py, ``models/rhyme-study/``)."""
+one setting changed at a time (tools/train_rhyme_study.py, ``models/rhyme-study/``); and what
+a model thinks at the rhyme slots: ``slot_logprob`` of the characters written there,
+``rhyme_mass`` on the first line's rhyme (with that line's end swapped by
+``other_rhyme_ends``, or not)."""
 
 from __future__ import annotations
 
@@ -12,10 +15,79 @@ from pathlib import Path
 
 import torch
 
+from onelayer import metre
 from onelayer.block import BlockConfig
+from onelayer.chapters.ch10_songci import Form, rhyming_mask
+from onelayer.metre import LINE_BREAKS, SEPARATOR
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
 from onelayer.songci import LOST, CharVocab, Ci, CiCorpus, char_vocab, ci_text, split_by_ci
 from onelayer.train import Progress, seeded, train_adamw
+
+
+def slot_ends(text: str, form: Form) -> list[int]:
+    """Where in ``text`` the last character of each rhyme slot stands (the text follows the
+    form's pattern)."""
+    ends, line, count = [], 0, 0
+    for k, char in enumerate(text):
+        if char in LINE_BREAKS:
+            line, count = line + 1, 0
+        else:
+            count += 1
+            if line in form.slots and count == form.pattern[line]:
+                ends.append(k)
+    return ends
+
+
+@torch.no_grad()
+def slot_logprob(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str]) -> float:
+    """The mean log-probability (nats, temperature 1) ``model`` gives the character at the end
+    of each rhyme slot of ``texts``, read after the 词牌 prompt and the text before it; only
+    texts that follow the pattern count."""
+    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
+    if not kept:
+        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
+    prompt = vocab.encode(form.tune + SEPARATOR)
+    rows = [prompt + vocab.encode(t) for t in kept]
+    width = max(map(len, rows))
+    ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
+    logprobs = model(ids[:, :-1]).log_softmax(-1)       # 位置 t 预测第 t + 1 个词元
+    picked = [logprobs[r, len(prompt) + k - 1, ids[r, len(prompt) + k]]
+              for r, t in enumerate(kept) for k in slot_ends(t, form)]
+    return torch.stack(picked).mean().item()
+
+
+@torch.no_grad()
+def rhyme_mass(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str],
+               anchors: Sequence[str] | None = None) -> float:
+    """The mean probability ``model`` puts, at the end of the first rhyme slot of ``texts`` (there
+    the first line is the only rhyme it has read), on the characters that rhyme with the first
+    line's end. ``anchors``: one character per text written over the first line's end before
+    the model reads it (the rhyme is still judged against the original end): if the model
+    links the lines, the probability falls."""
+    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
+    if not kept:
+        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
+    ends = [metre.ci_lines(t)[0][-1] for t in kept]
+    fed = kept if anchors is None else [
+        t[:form.pattern[0] - 1] + a + t[form.pattern[0]:] for t, a in zip(kept, anchors)]
+    prompt = vocab.encode(form.tune + SEPARATOR)
+    rows = [prompt + vocab.encode(t) for t in fed]
+    width = max(map(len, rows))
+    probs = model(torch.tensor([r + [0] * (width - len(r)) for r in rows])).softmax(-1)
+    masses = [probs[r, len(prompt) + slot_ends(t, form)[0] - 1][
+        rhyming_mask(vocab.chars, end, form.book)].sum()
+        for r, (t, end) in enumerate(zip(kept, ends))]
+    return torch.stack(masses).mean().item()
+
+
+def other_rhyme_ends(texts: Sequence[str], form: Form) -> list[str]:
+    """For each text, the first line's end of the next text (in order, wrapping around) whose
+    end does not rhyme with its own: what ``rhyme_mass`` writes over the first line's end."""
+    ends = [metre.ci_lines(t)[0][-1] for t in texts]
+    return [next(ends[(i + k) % len(ends)] for k in range(1, len(ends))
+                 if metre.rhymes(end, ends[(i + k) % len(ends)], form.book) is False)
+            for i, end in enumerate(ends)]
+
 
 # The longer-trained model (tools/train_songci_gpt.py): all 词牌 of the training split, a larger
 # TinyGPT, thousands of steps; its checkpoint and loss log are kept in the repository.

@@ -7,7 +7,6 @@
   slots) and the three rates a set of ci is judged by: 句长, 平仄 and 押韵 (``onelayer.metre``);
 - ``sample_ci``: ci written from a 词牌 prompt by a TinyGPT or a stack (batched, one forward
   per new character), if asked with the rhyme imposed at the rhyme slots (``rhyme_filter``);
-  ``slot_logprob``: what the model itself thinks of the characters at those slots;
 - ``train_songci_models``: one TinyGPT per seed, trained side by side as a ``TinyGPTStack``
   with ``onelayer.train.train_adamw``, with validation loss and the three rates along the way;
 - ``bpe_tokenizer``, ``tokens_per_line``: the BPE vocabularies the chapter compares.
@@ -209,11 +208,12 @@ def rhyme_filter(logits: torch.Tensor, chars: str, anchor: str,
     is not in the table or nothing in ``chars`` rhymes with it."""
     if logits.shape[-1] != len(chars):
         raise ValueError(f"logits 的最后一维应为字表大小 {len(chars)}，实际为 {logits.shape[-1]}")
-    keep = _rhyming(chars, anchor, book)
+    keep = rhyming_mask(chars, anchor, book)
     return logits if not keep.any() else logits.masked_fill(~keep, float("-inf"))
 
 
-def _rhyming(chars: str, anchor: str, book: str) -> torch.Tensor:
+def rhyming_mask(chars: str, anchor: str, book: str = "平水韵") -> torch.Tensor:
+    """[len(chars)]: True for each character that rhymes with ``anchor`` in ``book``."""
     return torch.tensor([metre.rhymes(anchor, c, book) is True for c in chars])
 
 
@@ -236,7 +236,7 @@ class _RhymeAtSlots:
         for row, (line, count, anchor) in enumerate(zip(self.line, self.count, self.anchor)):
             if anchor and line in self.form.slots and count == pattern[line] - 1:
                 if anchor not in self.masks:
-                    self.masks[anchor] = _rhyming(self.chars, anchor, self.form.book)
+                    self.masks[anchor] = rhyming_mask(self.chars, anchor, self.form.book)
                 if self.masks[anchor].any():
                     logits[row] = logits[row].masked_fill(~self.masks[anchor], float("-inf"))
         return logits
@@ -252,61 +252,6 @@ class _RhymeAtSlots:
             else:
                 self.count[row] += 1
             self.last[row] = char
-
-
-def slot_ends(text: str, form: Form) -> list[int]:
-    """Where in ``text`` the last character of each rhyme slot stands (the text follows the
-    form's pattern)."""
-    ends, line, count = [], 0, 0
-    for k, char in enumerate(text):
-        if char in LINE_BREAKS:
-            line, count = line + 1, 0
-        else:
-            count += 1
-            if line in form.slots and count == form.pattern[line]:
-                ends.append(k)
-    return ends
-
-
-@torch.no_grad()
-def slot_logprob(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str]) -> float:
-    """The mean log-probability (nats, temperature 1) ``model`` gives the character at the end
-    of each rhyme slot of ``texts``, read after the 词牌 prompt and the text before it; only
-    texts that follow the pattern count."""
-    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
-    if not kept:
-        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
-    prompt = vocab.encode(form.tune + SEPARATOR)
-    rows = [prompt + vocab.encode(t) for t in kept]
-    width = max(map(len, rows))
-    ids = torch.tensor([row + [0] * (width - len(row)) for row in rows])
-    logprobs = model(ids[:, :-1]).log_softmax(-1)       # 位置 t 预测第 t + 1 个词元
-    picked = [logprobs[r, len(prompt) + k - 1, ids[r, len(prompt) + k]]
-              for r, t in enumerate(kept) for k in slot_ends(t, form)]
-    return torch.stack(picked).mean().item()
-
-
-@torch.no_grad()
-def rhyme_mass(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str],
-               anchors: Sequence[str] | None = None) -> float:
-    """The mean probability ``model`` puts, at the end of the first rhyme slot of ``texts`` (there
-    the first line is the only rhyme it has read), on the characters that rhyme with the first
-    line's end. ``anchors``: one character per text written over the first line's end before
-    the model reads it (the rhyme is still judged against the original end): if the model
-    links the lines, the probability falls."""
-    kept = [t for t in texts if metre.length_ok(t, form.pattern)]
-    if not kept:
-        raise ValueError(f"texts 里没有句长为 {'·'.join(map(str, form.pattern))} 的词")
-    ends = [metre.ci_lines(t)[0][-1] for t in kept]
-    fed = kept if anchors is None else [
-        t[:form.pattern[0] - 1] + a + t[form.pattern[0]:] for t, a in zip(kept, anchors)]
-    prompt = vocab.encode(form.tune + SEPARATOR)
-    rows = [prompt + vocab.encode(t) for t in fed]
-    width = max(map(len, rows))
-    probs = model(torch.tensor([r + [0] * (width - len(r)) for r in rows])).softmax(-1)
-    masses = [probs[r, len(prompt) + slot_ends(t, form)[0] - 1][
-        _rhyming(vocab.chars, end, form.book)].sum() for r, (t, end) in enumerate(zip(kept, ends))]
-    return torch.stack(masses).mean().item()
 
 
 def songci_gpt_config(vocab: CharVocab, seq_len: int, position_table: bool = True) -> GPTConfig:
