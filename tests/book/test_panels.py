@@ -605,38 +605,123 @@ def test_attention_map_panel_shows_attention_maps(browser):
 
 # ---- chapter 10: the model writes a ci in the page ----
 
+# Made-up ci of two 词牌: the rhyme slots of 浣溪沙 (7·7·7) are lines 1 and 2 (杯台来回 rhyme in
+# 十灰, 家花沙 in 六麻; the last ci does not rhyme at line 2), 西江月 has none.
+TOY_CI = {"浣溪沙": ("一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回。",
+                    "清风半夜酒一杯，明月别枝惊鹊来。夕阳西下旧亭台。",
+                    "去年天气旧人家，明月别枝一树花。清风半夜酒新沙。",
+                    "夕阳西下几时回，清风半夜鸣蝉来。一曲新词酒一天。"),
+          "西江月": ("明月别枝惊鹊，清风半夜鸣蝉。稻花香里说丰年，听取蛙声一片。",)}
+TOY_PATTERNS = {"浣溪沙": (7, 7, 7), "西江月": (6, 6, 7, 6)}
+
+
+def toy_songci():
+    """The made-up ci, their vocabulary and the forms read from them."""
+    from onelayer.chapters.ch10_songci import Form
+    from onelayer.songci import Ci, char_vocab
+
+    cis = [Ci(tune, "", (text,)) for tune, texts in TOY_CI.items() for text in texts]
+    vocab = char_vocab([f"{ci.rhythmic}：{ci.text}\n" for ci in cis])
+    return cis, vocab, {t: Form.read(cis, t, p) for t, p in TOY_PATTERNS.items()}
+
+
 def random_songci_gpt():
-    """Chapter 10's model shape on a toy vocabulary, random weights (norms and biases too)."""
+    """Chapter 10's model shape on the toy vocabulary, random weights (norms and biases too)."""
     from onelayer.chapters.ch10_songci import songci_gpt_config
     from onelayer.model import TinyGPT
-    from onelayer.songci import char_vocab
 
-    vocab = char_vocab(["浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？",
-                        "西江月：明月别枝惊鹊，清风半夜鸣蝉。"])
+    _, vocab, forms = toy_songci()
     torch.manual_seed(0)
     model = TinyGPT(songci_gpt_config(vocab, 24)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.add_(0.3 * torch.randn_like(p) if "ln" in name or name.endswith("bias")
                    else 2 * p)                      # 更尖的分布：写出来的字不全是随机的
-    return model, vocab
+    return model, vocab, forms
 
 
-def test_songci_writer_refuses_a_model_or_tune_it_cannot_use():
+def trained_songci_gpt():
+    """Chapter 10's model shape trained until it nearly knows the toy ci by heart: at a high
+    temperature it writes lines of their lengths, ending in rhymes or not."""
+    from onelayer.chapters.ch10_songci import songci_gpt_config
+    from onelayer.model import TinyGPT
+
+    cis, vocab, forms = toy_songci()
+    torch.manual_seed(0)
+    model = TinyGPT(songci_gpt_config(vocab, 40))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    rows = [torch.tensor(vocab.encode(f"{ci.rhythmic}：{ci.text}\n")) for ci in cis]
+    for _ in range(120):
+        loss = sum(torch.nn.functional.cross_entropy(model(r[:-1]), r[1:]) for r in rows)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), vocab, forms
+
+
+def test_songci_writer_refuses_a_model_or_form_it_cannot_use():
+    import dataclasses
+
     from onelayer.book.widgets.ch10_songci import songci_writer
     from onelayer.chapters.ch10_songci import songci_gpt_config
     from onelayer.model import TinyGPT
 
-    model, vocab = random_songci_gpt()
-    with pytest.raises(ValueError, match="词牌应由词表里的字组成"):
-        songci_writer(model, vocab, {"浣溪沙": (7, 7), "鹧鸪天": (7, 7)})
-    with pytest.raises(ValueError, match="西江月 的 pattern 应为正整数的句长"):
-        songci_writer(model, vocab, {"西江月": (7, 0)})
-    with pytest.raises(ValueError, match="tunes 应至少有一个词牌"):
+    model, vocab, forms = random_songci_gpt()
+    songci_writer(model, vocab, forms)
+    ok = forms["浣溪沙"]
+    with pytest.raises(ValueError, match="forms 应至少有一个词牌，实际为空"):
         songci_writer(model, vocab, {})
+    with pytest.raises(ValueError, match=r"forms\['浣溪沙'\] 应为 Form，实际为 tuple"):
+        songci_writer(model, vocab, {"浣溪沙": (7, 7, 7)})
+    with pytest.raises(ValueError, match="词牌应由词表里的字组成，实际为 '鹧鸪天'"):
+        songci_writer(model, vocab, {"鹧鸪天": dataclasses.replace(ok, tune="鹧鸪天")})
+    with pytest.raises(ValueError, match="forms 的键应为它的词牌 '浣溪沙'，实际为 '西江月'"):
+        songci_writer(model, vocab, {"西江月": ok})
+    with pytest.raises(ValueError, match=r"浣溪沙 的 pattern 应为正整数的句长，实际为 \[7, 0, 7\]"):
+        songci_writer(model, vocab, {"浣溪沙": dataclasses.replace(ok, pattern=(7, 0, 7))})
+    with pytest.raises(ValueError, match=r"平仄格应为 pattern \[7, 7\] 的，实际为 \[7, 7, 7\]"):
+        songci_writer(model, vocab, {"浣溪沙": dataclasses.replace(ok, pattern=(7, 7))})
+    with pytest.raises(ValueError, match=r"浣溪沙 的韵脚句应在 1..2 之间，实际为 \[1, 3\]"):
+        songci_writer(model, vocab, {"浣溪沙": dataclasses.replace(ok, slots=(1, 3))})
     blind = TinyGPT(songci_gpt_config(vocab, 24, position_table=False))
     with pytest.raises(ValueError, match="位置嵌入表：无"):
-        songci_writer(blind, vocab, {"浣溪沙": (7, 7)})
+        songci_writer(blind, vocab, forms)
+
+
+def test_songci_writer_sends_each_characters_tone_and_rhyme_classes():
+    from onelayer import metre
+    from onelayer.book.widgets.ch10_songci import songci_writer
+
+    model, vocab, forms = random_songci_gpt()
+    data = songci_writer(model, vocab, forms).data
+    assert len(data["tones"]) == len(vocab.chars)
+    for c, t, ids in zip(vocab.chars, data["tones"], data["rhymes"]["平水韵"]["ids"]):
+        assert t == (metre.tone(c) or "·"), c
+        assert {data["rhymes"]["平水韵"]["names"][k] for k in ids} == metre.rhyme_groups(c), c
+    tune = data["tunes"][0]
+    grid = forms["浣溪沙"].grid
+    assert tune["slots"] == [1, 2] and tune["book"] == "平水韵"
+    assert [(i, j) for i, row in enumerate(tune["grid"]) for j, t in enumerate(row)
+            if t != "·"] == grid.fixed()
+    assert all(tune["grid"][i][j] == grid.majority[i][j] for i, j in grid.fixed())
+
+
+PANEL_LINES = """panel => [...panel.querySelectorAll('.olp-out li')].map(li => ({
+  text: li.dataset.text,
+  chars: [...li.querySelectorAll('ruby')].map(r => [r.firstChild.textContent,
+                                                    r.querySelector('rt').textContent]),
+  rhyme: li.querySelector('[data-key^="rhyme."]')?.dataset.v ?? null,
+}))"""
+
+
+def open_songci_panel(browser, panel):
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_content(f"<!doctype html><html lang='zh-CN'><body>{panel._repr_html_()}"
+                     "</body></html>")
+    root = page.locator(".onelayer-panel[data-kind=songci][data-mounted]")
+    return page, root.element_handle(), errors
 
 
 @pytest.mark.browser
@@ -646,20 +731,13 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
     from onelayer.book.widgets.ch10_songci import songci_writer
     from onelayer.songci import Ci, line_lengths
 
-    model, vocab = random_songci_gpt()
+    model, vocab, forms = random_songci_gpt()
     half = copy.deepcopy(model)                      # 页面里存的是 float16 的权重
     with torch.no_grad():
         for p in half.parameters():
             p.copy_(p.half().float())
-    page = browser.new_page(viewport={"width": 390, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, handle, errors = open_songci_panel(browser, songci_writer(model, vocab, forms))
     try:
-        panel = songci_writer(model, vocab, {"浣溪沙": (7, 7, 7), "西江月": (6, 6, 7, 6)})
-        page.set_content(f"<!doctype html><html lang='zh-CN'><body>{panel._repr_html_()}"
-                         "</body></html>")
-        root = page.locator(".onelayer-panel[data-kind=songci][data-mounted]")
-        handle = root.element_handle()
         for prompt in ("浣溪沙：", "浣溪沙：一曲新词",
                        "浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳"):
             ids = vocab.encode(prompt)
@@ -674,13 +752,76 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
                             ("tune", "西江月")):
             page.evaluate(SET_CONTROL, [handle, name, value])
             shown = page.evaluate(READ_PANEL, handle)[1]
-            written = "".join(root.locator(".olp-out li > span:first-child").all_inner_texts())
+            written = "".join(line["text"] for line in page.evaluate(PANEL_LINES, handle))
             assert written not in texts, name                  # 每个控件都改变了写出的词
             texts.add(written)
             assert "□" not in written and set(written) <= set(vocab.chars)
-            lengths = [int(shown[f"line.{i}"][0]) for i in range(len(line_lengths(
-                Ci("", "", (written,)))))]
-            assert tuple(lengths) == line_lengths(Ci("", "", (written,)))
+            lengths = line_lengths(Ci("", "", (written,)))
+            assert tuple(int(shown[f"line.{i}"][0]) for i in range(len(lengths))) == lengths
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str]]:
+    """(first line's end, character written) at each place where ``sample_ci(..., rhyme=form)``
+    keeps only rhyming characters, replaying its bookkeeping over ``text`` (then its line break)."""
+    from onelayer.chapters.ch10_songci import _RhymeAtSlots
+
+    at_slots = _RhymeAtSlots(form, vocab, 1)
+    masked = []
+    for c in text + "\n":
+        logits = at_slots.mask(torch.zeros(1, len(vocab)))
+        if logits.isinf().any():
+            masked.append((at_slots.anchor[0], c))
+        at_slots.update(vocab.encode(c))
+    return masked
+
+
+@pytest.mark.browser
+def test_songci_writer_marks_tones_and_rhymes_and_imposes_the_rhyme(browser):
+    from onelayer import metre
+    from onelayer.book.widgets.ch10_songci import songci_writer
+
+    model, vocab, forms = trained_songci_gpt()
+    form = forms["浣溪沙"]
+    fixed = set(form.grid.fixed())
+    page, handle, errors = open_songci_panel(browser, songci_writer(model, vocab, forms))
+    try:
+        page.evaluate(SET_CONTROL, [handle, "temperature", 1.5])
+        written: dict[bool, list[str]] = {}
+        judged = {False: [], True: []}
+        for rhyme in (False, True):
+            page.evaluate(SET_CONTROL, [handle, "rhyme", rhyme])
+            written[rhyme] = []
+            for seed in range(24):
+                page.evaluate(SET_CONTROL, [handle, "seed", seed])
+                lines = page.evaluate(PANEL_LINES, handle)
+                text = "".join(line["text"] for line in lines)
+                written[rhyme].append(text)
+                in_place = [len(metre.ci_lines(line["text"])[0]) == n
+                            for line, n in zip(lines, form.pattern)]
+                for i, line in enumerate(lines):
+                    chars = [c for c in line["text"] if c not in metre.LINE_BREAKS + "："]
+                    assert [c for c, _ in line["chars"]] == chars, text
+                    for j, (c, mark) in enumerate(line["chars"]):
+                        t = metre.tone(c) or "·"
+                        off = (i < len(in_place) and in_place[i] and (i, j) in fixed
+                               and t in "平仄" and t != form.grid.majority[i][j])
+                        assert mark == t + ("✗" if off else ""), (text, c)
+                    if i in form.slots and in_place[0] and i < len(in_place) and in_place[i]:
+                        ends = [metre.ci_lines(lines[k]["text"])[0][-1] for k in (0, i)]
+                        r = metre.rhymes(*ends)
+                        assert line["rhyme"] == {None: "-1", False: "0", True: "1"}[r], text
+                        judged[rhyme].append(r)
+                    else:
+                        assert line["rhyme"] is None, text
+                if rhyme:                                  # 约束处写的字都押首句的韵
+                    for anchor, c in replay_rhyme_slots(form, vocab, text):
+                        assert metre.rhymes(anchor, c) is True, (text, anchor, c)
+        assert written[False] != written[True]                  # 开关改变了写出的词
+        assert False in judged[False] and len(judged[True]) >= 10, judged
+        assert False not in judged[True], judged                # 约束下韵脚句都押韵
         assert errors == [], errors
     finally:
         page.close()

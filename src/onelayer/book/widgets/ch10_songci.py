@@ -1,28 +1,66 @@
 """Chapter 10 panel: the trained model writes a ci in the page (``panels/songci.js``, with the
-forward pass of ``panels/gpt.js``); its weights are stored as float16 to keep the page small."""
+forward pass of ``panels/gpt.js``); its weights are stored as float16 to keep the page small.
+Each written character is marked with its tone, each rhyme slot with whether it rhymes, and a
+switch imposes the rhyme at the slots (``sample_ci(..., rhyme=form)``'s masking)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
+from onelayer import metre
 from onelayer.book.panels import PagePanel
 from onelayer.book.widgets.ch07_tiny_gpt import gpt_model_data
+from onelayer.chapters.ch10_songci import Form
 from onelayer.model import TinyGPT
 from onelayer.songci import SEPARATOR, CharVocab
 
+NO_TONE = "·"     # 字表里没有的字；定声格里不定声的位置
 
-def songci_writer(model: TinyGPT, vocab: CharVocab,
-                  tunes: Mapping[str, Sequence[int]]) -> PagePanel:
-    """A 词牌 (from ``tunes``: name → line lengths), temperature, top-p and a seed; the model
-    writes that 词牌 and each line's length is shown against its pattern. A test compares its
-    logits with PyTorch's."""
-    if not tunes:
-        raise ValueError("tunes 应至少有一个词牌，实际为空")
-    for tune, pattern in tunes.items():
+
+def songci_writer(model: TinyGPT, vocab: CharVocab, forms: Mapping[str, Form]) -> PagePanel:
+    """A 词牌 (from ``forms``: name → its ``Form``), temperature, top-p, a seed and a switch
+    for the rhyme; the model writes that 词牌, each line's length is shown against its
+    pattern, each character's tone against the fixed tones of the form's grid, and each rhyme
+    slot's end against the first line's. A test compares its logits with PyTorch's."""
+    if not forms:
+        raise ValueError("forms 应至少有一个词牌，实际为空")
+    for tune, form in forms.items():
+        if not isinstance(form, Form):
+            raise ValueError(f"forms[{tune!r}] 应为 Form，实际为 {type(form).__name__}")
+        if form.tune != tune:
+            raise ValueError(f"forms 的键应为它的词牌 {form.tune!r}，实际为 {tune!r}")
         if CharVocab.UNKNOWN in vocab.decode(vocab.encode(tune + SEPARATOR)):
             raise ValueError(f"词牌应由词表里的字组成，实际为 {tune!r}")
-        if not pattern or any(type(n) is not int or n < 1 for n in pattern):
-            raise ValueError(f"{tune} 的 pattern 应为正整数的句长，实际为 {list(pattern)!r}")
-    data = {"tunes": [{"name": t, "pattern": list(p)} for t, p in tunes.items()],
+        if not form.pattern or any(type(n) is not int or n < 1 for n in form.pattern):
+            raise ValueError(f"{tune} 的 pattern 应为正整数的句长，实际为 {list(form.pattern)!r}")
+        if tuple(form.grid.pattern) != tuple(form.pattern):
+            raise ValueError(f"{tune} 的平仄格应为 pattern {list(form.pattern)} 的，"
+                             f"实际为 {list(form.grid.pattern)}")
+        if any(not 0 < i < len(form.pattern) for i in form.slots):
+            raise ValueError(f"{tune} 的韵脚句应在 1..{len(form.pattern) - 1} 之间，"
+                             f"实际为 {list(form.slots)}")
+    books = sorted({form.book for form in forms.values()})
+    data = {"tunes": [_tune_data(form) for form in forms.values()],
+            "tones": "".join(metre.tone(c) or NO_TONE for c in vocab.chars),
+            "rhymes": {book: _rhyme_classes(vocab.chars, book) for book in books},
             "model": gpt_model_data(model, vocab.chars, dtype="float16")}
     return PagePanel("songci", data, "在页面里写一首词")
+
+
+def _tune_data(form: Form) -> dict:
+    """Name, line lengths, the fixed tones (one string per line, ``NO_TONE`` where the ci do
+    not agree), the rhyme slots and the rhyme book."""
+    fixed = set(form.grid.fixed())
+    grid = ["".join(tone if (i, j) in fixed else NO_TONE for j, tone in enumerate(row))
+            for i, row in enumerate(form.grid.majority)]
+    return {"name": form.tune, "pattern": list(form.pattern), "grid": grid,
+            "slots": list(form.slots), "book": form.book}
+
+
+def _rhyme_classes(chars: str, book: str) -> dict:
+    """The rhyme class names of ``book`` that ``chars`` use, and per character the ids of its
+    classes (empty when the table lacks it)."""
+    groups = [sorted(metre.rhyme_groups(c, book)) for c in chars]
+    names = sorted({g for gs in groups for g in gs})
+    index = {name: k for k, name in enumerate(names)}
+    return {"names": names, "ids": [[index[g] for g in gs] for gs in groups]}
