@@ -45,6 +45,11 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("10_songci", "passes"): SETTING,
     ("10_songci", "bpe_seq_len"): SETTING,
     ("10_songci", "bpe_batch"): SETTING,
+    ("10_songci", "bpe_extra_rows"): SETTING,
+    ("10_songci", "bpe_params"): SETTING,
+    ("10_songci", "bpe_extra_params"): SETTING,
+    ("10_songci", "char_fits"): SETTING,
+    ("10_songci", "study_minutes"): "训练脚本记下的用时，不是结论",
     **{("07_tiny_gpt", name): "练习题给出的数（参数量、一个 softmax），不是结论" for name in (
         "ex_untied_share", "ex_gpt2_vocab", "ex_gpt2_d", "ex_gpt2_tied", "ex_gpt2_total",
         "ex_gpt2_share", "ex_p1")},

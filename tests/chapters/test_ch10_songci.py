@@ -240,3 +240,16 @@ def test_training_on_thirty_ci_overfits():
     assert (few.train_loss[:, -10:].mean(1) < 0.3).all()
     assert sorted(few.valid_loss)[valid.median(1).values.argmin()] <= 90
     assert (valid[-1] - valid.min(0).values > 1).all()
+
+
+def test_the_rhyme_constraint_counts_lines_as_ci_lines_does():
+    from onelayer.chapters.ch10_songci import _RhymeAtSlots
+
+    vocab = char_vocab(["一曲新词酒一杯去年天气旧亭台花"])
+    at_slots = _RhymeAtSlots(FORM, vocab, 1)
+    for i in vocab.encode("一曲新词酒一杯，，去年天气旧亭"):    # 两个标点连着：仍是第二句
+        at_slots.update([i])
+    assert (at_slots.line, at_slots.count, at_slots.anchor) == ([1], [6], ["杯"])
+    logits = at_slots.mask(torch.zeros(1, len(vocab)))
+    kept = {c for c, x in zip(vocab.chars, logits[0].tolist()) if x > float("-inf")}
+    assert kept == {"杯", "台"}

@@ -245,10 +245,11 @@ class _RhymeAtSlots:
         for row, i in enumerate(new):
             char = self.chars[i]
             if char in self.breaks:
-                if self.line[row] == 0 and self.count[row]:
-                    self.anchor[row] = self.last[row]
-                self.line[row] += 1
-                self.count[row] = 0
+                if self.count[row]:              # 连着的标点不算一句（同 metre.ci_lines）
+                    if self.line[row] == 0:
+                        self.anchor[row] = self.last[row]
+                    self.line[row] += 1
+                    self.count[row] = 0
             else:
                 self.count[row] += 1
             self.last[row] = char

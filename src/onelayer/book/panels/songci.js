@@ -28,8 +28,10 @@
       },
       update(id) {
         if (breaks.includes(model.vocab[id])) {
-          if (line === 0 && count) anchor = last;
-          line += 1; count = 0;
+          if (count) {                     // 连着的标点不算一句（同 onelayer.metre.ci_lines）
+            if (line === 0) anchor = last;
+            line += 1; count = 0;
+          }
         } else count += 1;
         last = id;
       },
