@@ -23,10 +23,21 @@ def chapter7_config():
     return facts_gpt_config(facts_corpus(n_subjects=32, n_relations=8, seed=0))
 
 
+def songci_form():
+    """Chapter 10's form of 浣溪沙, read from a few made-up ci (the picture's layout does not
+    depend on the corpus)."""
+    from onelayer.chapters.ch10_songci import Form
+    from onelayer.songci import Ci
+
+    lines = ("一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？",
+             "无可奈何花落去，似曾相识燕归来。小园香径独徘徊。")
+    return Form.read([Ci("浣溪沙", "", lines)] * 3, "浣溪沙", (7,) * 6)
+
+
 def draw(name):
     """A drawing with the arguments its chapter gives it."""
-    args = (chapter7_config(),) if name == "tiny_gpt_diagram" else ()
-    return getattr(diagrams, name)(*args)
+    args = {"tiny_gpt_diagram": chapter7_config, "ci_form_diagram": songci_form}.get(name)
+    return getattr(diagrams, name)(*(() if args is None else (args(),)))
 
 
 @pytest.fixture(scope="module", params=DRAWINGS)

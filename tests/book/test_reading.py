@@ -58,7 +58,7 @@ CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")
 # book's machinery.
 TAUGHT_MODULES = {"onelayer.activations": 2, "onelayer.book.diagrams": 0,
                   "onelayer.book.exercises": 0, "onelayer.book.runtime": 0,
-                  "onelayer.songci": 10}
+                  "onelayer.songci": 10, "onelayer.metre": 10}
 
 
 def cells(path: Path) -> list[dict]:
