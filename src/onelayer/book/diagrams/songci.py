@@ -40,7 +40,7 @@ def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2) -> Diag
                                      facecolor=TONE_FILLS[tone], edgecolor="#bbbbbb",
                                      linewidth=0.6))
             d.text(x, y + 0.06, tone, color=INK if tone != "中" else MUTED)
-            d.text(x, y - 0.12, f"{share:.0%}", size=6.5, color=MUTED)
+            d.text(x, y - 0.12, f"{share:.0%}", size=7, color=MUTED)
         end = left + (length - 1) * cell + cell / 2
         rhymed = i == 0 or i in form.slots
         if rhymed:
