@@ -361,3 +361,41 @@ def check_rope(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) 
         if problem:
             return _report(False, problem)
     return _report(True, "三种形状、两个 θ 下都与 onelayer.rope.apply_rope 一致。")
+
+
+# 第 11 章：逻辑透镜
+def check_logit_lens(fn: Callable[..., list[torch.Tensor]]) -> bool:
+    """Chapter 11: ``fn(model, x)`` should return, for the residual stream after the
+    embeddings and after each block, the logits read through the model's final norm and its
+    tied unembedding: a list of n_layers + 1 tensors [..., T, vocab]
+    (``ch11_inside.lens_logits``)."""
+    from onelayer.chapters.ch11_inside import lens_logits
+    from onelayer.model import GPTConfig, TinyGPT
+
+    torch.manual_seed(11)
+    for n_layers, shape in [(2, (5,)), (3, (2, 6))]:
+        model = TinyGPT(GPTConfig(20, 8, n_layers=n_layers,
+                                  block=BlockConfig(d_model=8, n_heads=2))).eval()
+        x = torch.randint(20, shape)
+        expected = torch.stack(lens_logits(model, x))
+        with torch.no_grad():
+            states = model.hidden_states(x)
+            mistakes = [(torch.stack([h @ model.tok.weight.T for h in states]),
+                         "读出之前先过最后的归一化 model.ln_f：模型自己的输出就是这样读的。"),
+                         (torch.stack([model.ln_f(h) @ model.tok.weight.T for h in states[1:]]),
+                          "词嵌入之后的那一层也要读：一共 n_layers + 1 个。")]
+        case = f"{n_layers} 块、输入形状 {list(shape)} "
+        try:
+            got = fn(model, x)
+            got = torch.stack([torch.as_tensor(g) for g in got]).detach()
+        except Exception as err:  # the reader's code may fail in any way
+            return _report(False, f"{case}时出错：{type(err).__name__}: {err}")
+        problem = _judge(lambda g: g, (got,), expected, case,
+                         [(w, h) for w, h in mistakes if w.shape == expected.shape],
+                         "对 model.hidden_states(x) 的每个状态 h，"
+                         "算 model.ln_f(h) @ model.tok.weight.T。")
+        if problem and got.shape[0] == n_layers:
+            problem = f"{case}时得到 {n_layers} 个读出。提示：{mistakes[1][1]}"
+        if problem:
+            return _report(False, problem)
+    return _report(True, "两种模型、两种输入形状下都与 lens_logits 一致。")

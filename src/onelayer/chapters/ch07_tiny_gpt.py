@@ -249,12 +249,15 @@ def heads_off(model: TinyGPT, heads: Sequence[int], layer: int = 0,
 
 
 @contextmanager
-def ffn_off(model: TinyGPT, layer: int = 0) -> Iterator[TinyGPT]:
-    """Inside the ``with`` block the FFN of block ``layer`` outputs zeros."""
+def ffn_off(model: TinyGPT, layer: int = 0, fill: torch.Tensor | None = None
+            ) -> Iterator[TinyGPT]:
+    """Inside the ``with`` block the FFN of block ``layer`` outputs zeros, or ``fill``
+    ([d_model], e.g. its mean output) at every position."""
     mlp = _block(model, layer).mlp
     if mlp is None:
         raise ValueError(f"第 {layer} 块没有 FFN（d_ff = 0）")
-    handle = mlp.register_forward_hook(lambda _m, _args, out: torch.zeros_like(out))
+    handle = mlp.register_forward_hook(
+        lambda _m, _args, out: torch.zeros_like(out) if fill is None else fill.expand_as(out))
     try:
         yield model
     finally:

@@ -7,6 +7,7 @@ from onelayer.book.diagrams.blocks import block_norms_diagram, norm_placements_d
 from onelayer.book.diagrams.canvas import Diagram
 from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
 from onelayer.book.diagrams.gpt import tiny_gpt_diagram
+from onelayer.book.diagrams.inside import inside_diagram
 from onelayer.book.diagrams.modern import (
     kv_sharing_diagram,
     layer_generations_diagram,
@@ -24,6 +25,7 @@ __all__ = [
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",
+    "inside_diagram",
     "kv_sharing_diagram",
     "layer_generations_diagram",
     "layernorm_geometry_diagram",
