@@ -825,3 +825,237 @@ def test_songci_writer_marks_tones_and_rhymes_and_imposes_the_rhyme(browser):
         assert errors == [], errors
     finally:
         page.close()
+
+
+# ---- chapter 11: inside the 宋词 model, in the page ----
+
+def random_inside_gpt():
+    """Chapter 10's model shape (long enough for the toy 浣溪沙 read as ``浣溪沙：text``), random
+    weights with norms and biases, and the same model rounded to float16 and run in float64 —
+    the page's model, in PyTorch."""
+    from onelayer.chapters.ch10_songci import songci_gpt_config
+    from onelayer.model import TinyGPT
+
+    _, vocab, _ = toy_songci()
+    torch.manual_seed(1)
+    model = TinyGPT(songci_gpt_config(vocab, 40)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.add_(0.3 * torch.randn_like(p) if "ln" in name or name.endswith("bias")
+                   else 2 * p)
+    return model, vocab, float16_in_float64(model)
+
+
+def float16_in_float64(model):
+    """``model`` with its weights rounded to float16 (as the page stores them), in float64."""
+    import copy
+
+    half = copy.deepcopy(model).double()
+    with torch.no_grad():
+        for p in half.parameters():
+            p.copy_(p.half().double())
+    return half.eval()
+
+
+INSIDE_CALL = ("from onelayer.book.widgets.ch11_inside import inside_panel\n\n"
+               "inside_panel(model, vocab, reading.texts[:12], TUNE)")
+
+
+def test_chapter_11s_panel_is_after_the_ablation_and_stored_as_html():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "chapters" / "11_inside.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]).strip() for c in cells]
+    i = sources.index(INSIDE_CALL)
+    assert "深入一步：消融说明了什么，没说明什么" in sources[i - 2]
+    assert cells[i - 1]["cell_type"] == "markdown"
+    # trained weights: not compared digit by digit, but shown in the HTML book
+    assert cells[i]["metadata"]["tags"] == ["nbval-ignore-output"]
+    (output,) = cells[i]["outputs"]
+    assert 'data-kind="inside"' in "".join(output["data"]["text/html"])
+
+
+def test_inside_panel_sends_the_ci_as_the_model_reads_them():
+    from onelayer.book.widgets.ch11_inside import inside_panel
+    from onelayer.songci import CharVocab
+
+    model, vocab, _ = random_inside_gpt()
+    texts = TOY_CI["浣溪沙"]
+    panel = inside_panel(model, vocab, texts, "浣溪沙")
+    data = panel.data
+    assert panel.kind == "inside" and data["tune"] == "浣溪沙" and data["separator"] == "："
+    assert data["texts"] == list(texts) and data["end"] == "\n"
+    assert (data["top_contexts"], data["top_promoted"], data["span"]) == (5, 10, 6)
+    assert data["model"]["dtype"] == "float16" and data["model"]["vocab"] == vocab.chars
+    html = panel._repr_html_()
+    assert html == inside_panel(model, vocab, texts, "浣溪沙")._repr_html_()
+    assert "P.gptTrace = function" in html and "P.kinds.inside = function" in html
+    assert html.count("</script>") == 2
+    # a character outside the vocabulary is read as □, as Reading reads it
+    odd = ["一曲新词酒一龘，" + texts[0][8:], *texts[1:]]
+    assert inside_panel(model, vocab, odd, "浣溪沙").data["texts"][0][6] == CharVocab.UNKNOWN
+
+
+def test_inside_panel_refuses_bad_input():
+    from onelayer.book.widgets.ch11_inside import inside_panel
+    from onelayer.chapters.ch10_songci import songci_gpt_config
+    from onelayer.model import TinyGPT
+
+    model, vocab, _ = random_inside_gpt()
+    texts = list(TOY_CI["浣溪沙"])
+    cases = [(([], "浣溪沙"), "texts 应至少有一首词，实际为空"),
+             ((texts[0], "浣溪沙"), "texts 应为若干首词（字符串的序列），实际为一个字符串"),
+             (([texts[0], texts[1][:-1]], "浣溪沙"), r"都是 24 个字），实际 texts\[1\] 为 23 个字"),
+             (([texts[0], ""], "浣溪沙"), r"texts\[1\] 应为非空的字符串，实际为 ''"),
+             (([texts[0], 7], "浣溪沙"), r"texts\[1\] 应为非空的字符串，实际为 7"),
+             ((texts, "鹧鸪天"), "tune 应由词表里的字组成，实际为 '鹧鸪天'"),
+             ((texts, ""), "tune 应为非空的词牌名，实际为 ''"),
+             ((["浣溪沙：" + texts[0][4:]], "浣溪沙"), "不含 '：' 与换行"),
+             (([texts[0] * 2], "浣溪沙"), "应最多 block_size=40 个字，实际为 52 个字"),
+             ((texts * 9, "浣溪沙"), "texts 最多 32 首，实际为 36 首")]
+    for (args, message) in cases:
+        with pytest.raises(ValueError, match=message):
+            inside_panel(model, vocab, *args)
+    blind = TinyGPT(songci_gpt_config(vocab, 40, position_table=False))
+    with pytest.raises(ValueError, match="位置嵌入表：无"):
+        inside_panel(blind, vocab, texts, "浣溪沙")
+
+
+# The panel's state: its controls, and what it shows (numbers with their text).
+READ_INSIDE = """panel => {
+  const controls = {};
+  for (const c of panel.querySelectorAll('[data-control]')) controls[c.dataset.control] = c.value;
+  const shown = {};
+  for (const n of panel.querySelectorAll('.olp-out [data-key]')) {
+    shown[n.dataset.key] = [Number(n.dataset.v), n.dataset.text ?? null, n.dataset.next ?? null];
+  }
+  return [controls, shown];
+}"""
+
+
+def inside_expected(half, vocab, tune: str, texts, controls: dict) -> dict:
+    """What ``ch11_inside`` computes in PyTorch on ``half`` for the panel's controls: the
+    chosen head's weights from the query position, and the chosen neuron's top 5 contexts
+    (activation, context, next) and top 10 promoted characters (E·W2[:, i], character)."""
+    from onelayer.chapters.ch11_inside import attention_all, neuron_memories
+    from onelayer.probes import recorded
+
+    ids = torch.tensor([vocab.encode(f"{tune}：{t}\n") for t in texts])
+    x, y = ids[:, :-1], ids[:, 1:]
+    b, q = int(controls["ci"]), int(controls["position"])
+    layer, head = int(controls["layer"]), int(controls["head"])
+    row = attention_all(half, x)[layer, b, head, q, :q + 1]
+    found = {f"w.{s}": (w, None, None) for s, w in enumerate(row.tolist())}
+    ffn, i = int(controls["ffn_layer"]), int(controls["neuron"])
+    (key,) = [r for r in neuron_memories(half, x, y, vocab, ffn, top=5) if r.neuron == i]
+    (value,) = [r for r in neuron_memories(half, x, y, vocab, ffn, top=10) if r.neuron == i]
+    mlp = half.blocks[ffn].mlp
+    with torch.no_grad(), recorded(mlp, which="input") as inputs:
+        half.hidden_states(x)
+        acts = mlp.hidden(inputs[0]).flatten(0, 1)[:, i].topk(5).values
+        scores = (half.tok.weight @ mlp.w2.weight[:, i]).topk(10).values
+    found.update({f"act.{k}": (a, c, n) for k, (a, c, n) in
+                  enumerate(zip(acts.tolist(), key.contexts, key.nexts))})
+    found.update({f"up.{k}": (s, c, None) for k, (s, c) in
+                  enumerate(zip(scores.tolist(), value.promoted))})
+    return found
+
+
+def compare_inside(shown: dict, expected: dict, where: str) -> float:
+    """The page against PyTorch: numbers to 1e-6 relative, texts equal (a next character only
+    where its activation is not tied with another of the top: tied positions may be taken in
+    either order). Returns the largest relative difference."""
+    assert set(shown) == set(expected), (where, sorted(set(shown) ^ set(expected)))
+    acts = [v[0] for k, v in expected.items() if k.startswith("act.")]
+    worst = 0.0
+    for key, (v, text, nxt) in shown.items():
+        e, e_text, e_next = expected[key]
+        assert math.isclose(v, e, rel_tol=REL, abs_tol=ABS), (
+            f"{where}: {key} 页面 {v!r}，PyTorch {e!r}")
+        worst = max(worst, abs(v - e) / max(abs(e), 1e-300))
+        assert text == e_text, (where, key, text, e_text)
+        tied = sum(math.isclose(a, e, rel_tol=1e-9) for a in acts) > 1
+        if key.startswith("act.") and not tied:
+            assert nxt == e_next, (where, key, nxt, e_next)
+    return worst
+
+
+# Control settings tried one after the other; each changes what the panel shows.
+INSIDE_SETTINGS = [{}, {"head": "2"}, {"layer": "1"}, {"position": 9}, {"ci": "3"},
+                   {"neuron": 17}, {"ffn_layer": "1"}, {"neuron": 200},
+                   {"ci": "1", "position": 27, "head": "3"}]
+
+
+@pytest.mark.browser
+def test_inside_panel_in_the_page_is_pytorchs_and_every_control_changes_it(browser):
+    from onelayer.book.widgets.ch11_inside import inside_panel
+
+    model, vocab, half = random_inside_gpt()
+    texts = TOY_CI["浣溪沙"]
+    html = inside_panel(model, vocab, texts, "浣溪沙")._repr_html_()
+    page = browser.new_page(viewport={"width": 390, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content(f"<!doctype html><html lang='zh-CN'><body>{html}</body></html>")
+        root = page.locator(".onelayer-panel[data-kind=inside][data-mounted]")
+        handle = root.element_handle()
+        before, worst = None, 0.0
+        for setting in INSIDE_SETTINGS:
+            for name, value in setting.items():
+                page.evaluate(SET_CONTROL, [handle, name, value])
+            controls, shown = page.evaluate(READ_INSIDE, handle)
+            for name, value in setting.items():
+                assert controls[name] == str(value), (name, controls[name], value)
+            expected = inside_expected(half, vocab, "浣溪沙", texts, controls)
+            worst = max(worst, compare_inside(shown, expected, f"inside {controls}"))
+            now = root.locator(".olp-out").inner_html()
+            assert now != before, setting                     # 每个控件都改变了面板
+            before = now
+        # clicking a character asks from there; the keyboard moves the sliders
+        root.locator(".olp-ch").nth(5).click()
+        assert page.evaluate(READ_INSIDE, handle)[0]["position"] == "5"
+        for name in ("position", "neuron"):
+            root.locator(f"input[data-control={name}]").focus()
+            page.keyboard.press("ArrowRight")
+            controls, shown = page.evaluate(READ_INSIDE, handle)
+            worst = max(worst, compare_inside(
+                shown, inside_expected(half, vocab, "浣溪沙", texts, controls), name))
+        assert controls["position"] == "6" and controls["neuron"] == "201"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        print(f"inside（小模型）：页面与 PyTorch 的最大相对差 {worst:.2e}")
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_path", ["chapters/11_inside.html"])
+def test_chapter_11s_panel_runs_the_songci_model_as_pytorch_does(book_pages, page_path):
+    """The built page: its panel holds chapter 10's model (float16, in a file of its own,
+    loaded when the panel comes near) and shows what ch11_inside computes on it."""
+    from onelayer.chapters.ch10_longer import load_songci_gpt
+
+    model, vocab, _ = load_songci_gpt()
+    half = float16_in_float64(model)
+    seen = book_pages(page_path)
+    page = seen.page
+    panel = page.locator(".onelayer-panel[data-kind=inside]")
+    assert panel.count() == 1 and panel.locator("script[data-src]").count() == 1
+    panel.scroll_into_view_if_needed()
+    page.wait_for_selector(".onelayer-panel[data-kind=inside][data-mounted]", timeout=60_000)
+    handle = panel.element_handle()
+    data = page.evaluate("p => { const d = onelayerPanels.data[p.id];"
+                         " return {tune: d.tune, texts: d.texts}; }", handle)
+    worst = 0.0
+    for setting in ({}, {"layer": "2", "head": "1", "position": 30},
+                    {"head": "3", "ci": "5", "neuron": 100},
+                    {"ffn_layer": "2", "neuron": 383, "position": 12}):
+        for name, value in setting.items():
+            page.evaluate(SET_CONTROL, [handle, name, value])
+        controls, shown = page.evaluate(READ_INSIDE, handle)
+        expected = inside_expected(half, vocab, data["tune"], data["texts"], controls)
+        worst = max(worst, compare_inside(shown, expected, f"11_inside {controls}"))
+    print(f"inside（第 11 章的页面）：页面与 PyTorch 的最大相对差 {worst:.2e}")
+    assert seen.errors == [], seen.errors

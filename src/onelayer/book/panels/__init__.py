@@ -16,8 +16,8 @@ from typing import Any
 
 ASSETS = Path(__file__).resolve().parent
 KINDS = ("ffn", "activation", "layernorm", "prepost", "block", "gpt", "attention", "attnmap",
-         "rope", "songci")
-NEEDS = {"songci": ("gpt.js",)}  # a kind that builds on another's functions
+         "rope", "songci", "inside")
+NEEDS = {"songci": ("gpt.js",), "inside": ("gpt.js",)}  # a kind that builds on another's functions
 
 
 def asset(name: str) -> str:

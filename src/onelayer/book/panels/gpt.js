@@ -47,12 +47,14 @@
     return e.map((x) => x / z);
   };
 
+  // 因果自注意力：返回输出，以及每个头的权重 weights[头][t][s]（s ≤ t）
   function attention(xs, attn, nHeads) {
     const d = xs[0].length, dh = d / nHeads, T = xs.length;
     const qkv = xs.map((x) => linear(x, attn.qkv));
     const outs = xs.map(() => new Array(d).fill(0));
+    const weights = [];
     for (let h = 0; h < nHeads; h++) {
-      const off = h * dh;
+      const off = h * dh, rows = [];
       for (let t = 0; t < T; t++) {
         const scores = [];
         for (let s = 0; s <= t; s++) {               // 因果掩码：只看自己和前文
@@ -61,36 +63,46 @@
           scores.push(dot / Math.sqrt(dh));
         }
         const a = softmax(scores);
+        rows.push(a);
         for (let s = 0; s <= t; s++) {
           for (let i = 0; i < dh; i++) outs[t][off + i] += a[s] * qkv[s][2 * d + off + i];
         }
       }
+      weights.push(rows);
     }
-    return outs.map((o) => linear(o, attn.proj));
+    return { out: outs.map((o) => linear(o, attn.proj)), weights };
   }
 
-  // 前向：返回最后一个位置的 logits，以及每一块 FFN 在最后一个位置的激活 act(x·W1 + b1)。
-  P.gptForward = function (model, ids) {
+  // 前向的每一步：每块每个头的注意力权重 attn[块][头][t][s]，每块 FFN 在每个位置的激活
+  // act(x·W1 + b1) hidden[块][t][神经元]，以及最后一块之后的残差流 xs[t]。
+  P.gptTrace = function (model, ids) {
     let xs = ids.map((id, t) => model.tok.slice(id * model.d, (id + 1) * model.d)
       .map((v, i) => v + model.pos[t * model.d + i]));
     const act = ACTIVATIONS[model.activation];
-    const hidden = [];
+    const attn = [], hidden = [];
     for (const block of model.blocks) {
       const pre = model.norm_position === "pre";
       const add = (x, y) => x.map((v, i) => v + y[i]);
       // 前置：x + F(LN(x))；后置：LN(x + F(x))
       const sub = (x, f, ln) => (pre ? add(x, f(layerNorm(x, ln))) : layerNorm(add(x, f(x)), ln));
       const a = attention(pre ? xs.map((x) => layerNorm(x, block.ln_1)) : xs, block.attn, model.n_heads);
-      xs = xs.map((x, t) => (pre ? add(x, a[t]) : layerNorm(add(x, a[t]), block.ln_1)));
-      let last = null;
+      xs = xs.map((x, t) => (pre ? add(x, a.out[t]) : layerNorm(add(x, a.out[t]), block.ln_1)));
+      const hid = [];
       const mlp = (h) => {
-        const hid = linear(h, block.w1).map((z) => act(z)[0]);
-        last = hid;
-        return linear(hid, block.w2);
+        const z = linear(h, block.w1).map((v) => act(v)[0]);
+        hid.push(z);
+        return linear(z, block.w2);
       };
       xs = xs.map((x) => sub(x, mlp, block.ln_2));
-      hidden.push(last);
+      attn.push(a.weights);
+      hidden.push(hid);
     }
+    return { xs, attn, hidden };
+  };
+
+  // 前向：返回最后一个位置的 logits，以及每一块 FFN 在最后一个位置的激活 act(x·W1 + b1)。
+  P.gptForward = function (model, ids) {
+    const { xs, hidden } = P.gptTrace(model, ids);
     const final = model.ln_f ? layerNorm(xs[xs.length - 1], model.ln_f) : xs[xs.length - 1];
     const logits = [];
     for (let v = 0; v < model.vocab.length; v++) {
@@ -98,7 +110,7 @@
       for (let i = 0; i < model.d; i++) acc += final[i] * model.tok[v * model.d + i];
       logits.push(acc);
     }
-    return { logits, hidden };
+    return { logits, hidden: hidden.map((h) => h[h.length - 1]) };
   };
 
   // 提示的检查：空、不在词表里的字、超过 block_size，都在面板里说明。
