@@ -34,10 +34,20 @@ def songci_form():
     return Form.read([Ci("浣溪沙", "", lines)] * 3, "浣溪沙", (7,) * 6)
 
 
+def inside_findings():
+    """Chapter 11's map: the model's sizes and a finding for a head, an FFN and the lens."""
+    return (3, 4, {(2, 1): "看句首", (0, 1): "管断句"}, {0: "去掉即崩"},
+            {-1: "只认得当前字", 2: "平仄几乎全对"}, "押韵：找不到")
+
+
+ARGUMENTS = {"tiny_gpt_diagram": lambda: (chapter7_config(),),
+             "ci_form_diagram": lambda: (songci_form(),), "inside_diagram": inside_findings}
+
+
 def draw(name):
     """A drawing with the arguments its chapter gives it."""
-    args = {"tiny_gpt_diagram": chapter7_config, "ci_form_diagram": songci_form}.get(name)
-    return getattr(diagrams, name)(*(() if args is None else (args(),)))
+    args = ARGUMENTS.get(name)
+    return getattr(diagrams, name)(*(() if args is None else args()))
 
 
 @pytest.fixture(scope="module", params=DRAWINGS)
@@ -166,3 +176,10 @@ def test_rope_pairs_turn_at_the_chapters_speeds():
     assert "$\\omega_0$ = 1" in diagrams.rope_pairs_diagram().texts  # 1 rad per position
     with pytest.raises(ValueError):
         diagrams.rope_pairs_diagram(d_head=7)
+
+
+def test_the_inside_map_places_each_finding():
+    shown = draw("inside_diagram").texts
+    for label in ("看句首", "管断句", "去掉即崩", "只认得当前字", "平仄几乎全对", "押韵：找不到"):
+        assert label in shown
+    assert sum(t.startswith("头") for t in shown) == 3 * 4      # 每块 4 个头

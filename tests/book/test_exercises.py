@@ -250,3 +250,17 @@ def test_rhyme_filter_checker_passes_the_library_and_names_mistakes(capsys):
     assert "同是平声不等于押韵" in capsys.readouterr().out
     assert not check_rhyme_filter(dropping(lambda a, c: metre.rhymes(a, c) is not True))
     assert "原样返回 logits" in capsys.readouterr().out
+
+
+def test_logit_lens_checker_passes_the_library_and_names_mistakes(capsys):
+    from onelayer.book.exercises import check_logit_lens
+    from onelayer.chapters.ch11_inside import lens_logits
+
+    assert check_logit_lens(lens_logits)
+    capsys.readouterr()
+    assert not check_logit_lens(lambda m, x: [h @ m.tok.weight.T for h in m.hidden_states(x)])
+    assert "ln_f" in capsys.readouterr().out
+    assert not check_logit_lens(lambda m, x: lens_logits(m, x)[1:])
+    assert "n_layers + 1" in capsys.readouterr().out
+    assert not check_logit_lens(lambda m, x: 1 / 0)
+    assert "ZeroDivisionError" in capsys.readouterr().out

@@ -51,6 +51,8 @@ TAUGHT_IN = {
     "apply_rope_interleaved": 9, "interleaved_to_half": 9, "repeat_kv": 9,
     # 10 宋词: the corpus, characters as tokens, the AdamW loop, top-p sampling
     "train_adamw": 10, "warmup_cosine": 10, "sampling_logits": 10,
+    # 11 opening the 宋词 model: a hook that records what a module reads
+    "recorded": 11,
 }
 # Whole modules: a chapter's experiments and panels serve that chapter (and later ones).
 CHAPTER_MODULE = re.compile(r"onelayer\.(chapters|book\.widgets)\.ch(\d\d)")

@@ -137,14 +137,16 @@ def test_head_scores_read_hand_made_maps(reading):
     scores = head_scores(previous, reading)
     assert scores.shape == (len(HEAD_TARGETS), L, H)
     # 查询 P..T−1 共 48 个：前一个字是冒号或标点的 6 个，前一个字是冒号的 1 个
-    assert torch.allclose(scores, torch.tensor([1 / 8, 1.0, 1 / 48, 0.0])[:, None, None]
-                          .expand(4, L, H))
+    # 词牌（前 4 个位置）：只有读冒号后第一个字的那个查询看的是冒号
+    assert torch.allclose(scores, torch.tensor([1 / 8, 1.0, 1 / 48, 0.0, 1 / 48])[:, None, None]
+                          .expand(5, L, H))
     first = torch.zeros(L, B, H, T, T)
     first[..., 0] = 1.0
     assert torch.allclose(head_scores(first, reading)[3], torch.ones(L, H))
+    assert torch.allclose(head_scores(first, reading)[4], torch.ones(L, H))
     even = torch.ones(T, T).tril()
     even = (even / even.sum(-1, keepdim=True)).expand(L, B, H, T, T)
-    assert torch.allclose(head_scores(even, reading).double(),
+    assert torch.allclose(head_scores(even, reading)[:4].double(),
                           torch.full((4, L, H), uniform_weight(reading)).double())
     with pytest.raises(ValueError, match=r"maps 应为 \[n_layers, 3, n_heads, 52, 52\]"):
         head_scores(previous[0], reading)

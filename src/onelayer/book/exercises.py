@@ -390,12 +390,10 @@ def check_logit_lens(fn: Callable[..., list[torch.Tensor]]) -> bool:
             got = torch.stack([torch.as_tensor(g) for g in got]).detach()
         except Exception as err:  # the reader's code may fail in any way
             return _report(False, f"{case}时出错：{type(err).__name__}: {err}")
-        problem = _judge(lambda g: g, (got,), expected, case,
-                         [(w, h) for w, h in mistakes if w.shape == expected.shape],
-                         "对 model.hidden_states(x) 的每个状态 h，"
-                         "算 model.ln_f(h) @ model.tok.weight.T。")
-        if problem and got.shape[0] == n_layers:
-            problem = f"{case}时得到 {n_layers} 个读出。提示：{mistakes[1][1]}"
+        problem = f"{case}时得到 {n_layers} 个读出。提示：{mistakes[1][1]}" \
+            if got.shape[0] == n_layers else _judge(
+                lambda g: g, (got,), expected, case, mistakes[:1],
+                "对 model.hidden_states(x) 的每个状态 h，算 model.ln_f(h) @ model.tok.weight.T。")
         if problem:
             return _report(False, problem)
     return _report(True, "两种模型、两种输入形状下都与 lens_logits 一致。")

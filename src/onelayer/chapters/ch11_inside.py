@@ -134,14 +134,14 @@ def attention_all(model: TinyGPT, x: torch.Tensor) -> torch.Tensor:
     return torch.stack([a.weights(inputs[0]) for a, inputs in zip(attns, seen)])
 
 
-HEAD_TARGETS = ("句首", "前一字", "冒号", "位置 0")
+HEAD_TARGETS = ("句首", "前一字", "冒号", "位置 0", "词牌")
 
 
 def head_scores(maps: torch.Tensor, reading: Reading) -> torch.Tensor:
     """The mean weight each head gives, from the positions after the prompt, to the start of
-    the current line (its last break, or the colon), the previous character, the 词牌's colon
-    and position 0: [len(HEAD_TARGETS), n_layers, n_heads]. ``uniform_weight`` is what a head
-    that spreads evenly would give one position."""
+    the current line (its last break, or the colon), the previous character, the 词牌's colon,
+    position 0, and (summed) the whole prompt ``词牌：``: [len(HEAD_TARGETS), n_layers, n_heads].
+    ``uniform_weight`` is what a head that spreads evenly would give one position."""
     if maps.dim() != 5 or maps.shape[1:2] + maps.shape[-2:] != reading.x.shape[:1] + 2 * \
             reading.x.shape[1:]:
         raise ValueError(f"maps 应为 [n_layers, {reading.x.shape[0]}, n_heads, "
@@ -157,7 +157,8 @@ def head_scores(maps: torch.Tensor, reading: Reading) -> torch.Tensor:
     colon = torch.full((B, len(queries)), reading.prompt - 1)
     return torch.stack([weight_on(reading.line_start[rows, queries]),
                         weight_on((queries - 1).expand(B, -1)), weight_on(colon),
-                        weight_on(torch.zeros_like(colon))])
+                        weight_on(torch.zeros_like(colon)),
+                        picked[..., :reading.prompt].sum(-1).mean(dim=(1, 3))])
 
 
 def uniform_weight(reading: Reading) -> float:
@@ -219,7 +220,7 @@ def neuron_memories(model: TinyGPT, x: torch.Tensor, y: torch.Tensor, vocab: Cha
     output vector (column of W2), as Geva et al. 2021 read a value."""
     mlp = model.blocks[layer].mlp
     with evaluating(model), recorded(mlp, which="input") as inputs:
-        model(x)
+        model.hidden_states(x)                                      # 不必算最后的 logits
     acts = mlp.hidden(inputs[0]).flatten(0, 1)                     # [B·T, d_ff]
     best = acts.topk(top, dim=0).indices.T                           # [d_ff, top]
     values = (mlp.w2.weight.T @ model.tok.weight.T).topk(top, dim=-1).indices  # [d_ff, top]
