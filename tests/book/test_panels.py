@@ -625,14 +625,14 @@ def toy_songci():
     return cis, vocab, {t: Form.read(cis, t, p) for t, p in TOY_PATTERNS.items()}
 
 
-def random_songci_gpt():
+def random_songci_gpt(seed: int = 0, seq_len: int = 24):
     """Chapter 10's model shape on the toy vocabulary, random weights (norms and biases too)."""
     from onelayer.chapters.ch10_songci import songci_gpt_config
     from onelayer.model import TinyGPT
 
     _, vocab, forms = toy_songci()
-    torch.manual_seed(0)
-    model = TinyGPT(songci_gpt_config(vocab, 24)).eval()
+    torch.manual_seed(seed)
+    model = TinyGPT(songci_gpt_config(vocab, seq_len)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.add_(0.3 * torch.randn_like(p) if "ln" in name or name.endswith("bias")
@@ -833,16 +833,7 @@ def random_inside_gpt():
     """Chapter 10's model shape (long enough for the toy 浣溪沙 read as ``浣溪沙：text``), random
     weights with norms and biases, and the same model rounded to float16 and run in float64 —
     the page's model, in PyTorch."""
-    from onelayer.chapters.ch10_songci import songci_gpt_config
-    from onelayer.model import TinyGPT
-
-    _, vocab, _ = toy_songci()
-    torch.manual_seed(1)
-    model = TinyGPT(songci_gpt_config(vocab, 40)).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.add_(0.3 * torch.randn_like(p) if "ln" in name or name.endswith("bias")
-                   else 2 * p)
+    model, vocab, _ = random_songci_gpt(seed=1, seq_len=40)
     return model, vocab, float16_in_float64(model)
 
 
