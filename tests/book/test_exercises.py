@@ -239,16 +239,19 @@ def test_rhyme_filter_checker_passes_the_library_and_names_mistakes(capsys):
     from onelayer.chapters.ch10_songci import rhyme_filter
 
     def dropping(rule):
-        return lambda z, chars, a: z.masked_fill(torch.tensor([rule(a, c) for c in chars]),
-                                                 float("-inf"))
+        return lambda z, chars, a, t: z.masked_fill(
+            torch.tensor([rule(a, c, t) for c in chars]), float("-inf"))
 
     assert check_rhyme_filter(rhyme_filter)
     capsys.readouterr()
-    assert not check_rhyme_filter(dropping(lambda a, c: metre.rhymes(a, c) is False))
+    assert not check_rhyme_filter(dropping(lambda a, c, t: metre.rhymes(a, c, t) is False))
     assert "表里没有的字" in capsys.readouterr().out
-    assert not check_rhyme_filter(dropping(lambda a, c: metre.tone(c) != metre.tone(a)))
+    assert not check_rhyme_filter(dropping(
+        lambda a, c, t: not metre.rhyme_groups(a) & metre.rhyme_groups(c)))
+    assert "只能用平声的读音比韵" in capsys.readouterr().out
+    assert not check_rhyme_filter(dropping(lambda a, c, t: metre.tone(c) != metre.tone(a)))
     assert "同是平声不等于押韵" in capsys.readouterr().out
-    assert not check_rhyme_filter(dropping(lambda a, c: metre.rhymes(a, c) is not True))
+    assert not check_rhyme_filter(dropping(lambda a, c, t: metre.rhymes(a, c, t) is not True))
     assert "原样返回 logits" in capsys.readouterr().out
 
 

@@ -695,12 +695,17 @@ def test_songci_writer_sends_each_characters_tone_and_rhyme_classes():
     model, vocab, forms = random_songci_gpt()
     data = songci_writer(model, vocab, forms).data
     assert len(data["tones"]) == len(vocab.chars)
-    for c, t, ids in zip(vocab.chars, data["tones"], data["rhymes"]["平水韵"]["ids"]):
+    rhymes = data["rhymes"]["平水韵"]
+    for k, (c, t) in enumerate(zip(vocab.chars, data["tones"])):
         assert t == (metre.tone(c) or "·"), c
-        assert {data["rhymes"]["平水韵"]["names"][k] for k in ids} == metre.rhyme_groups(c), c
+        assert rhymes["listed"][k] == ("1" if metre.rhyme_groups(c) else "0"), c
+        for tone in ("平", "仄"):                     # 每个声调只有这个声调的读音
+            assert {rhymes["names"][g] for g in rhymes["ids"][tone][k]} == \
+                metre.rhyme_groups(c, tone=tone), (c, tone)
     tune = data["tunes"][0]
     grid = forms["浣溪沙"].grid
     assert tune["slots"] == [1, 2] and tune["book"] == "平水韵"
+    assert tune["slotTones"] == [grid.end_tone(1), grid.end_tone(2)]
     assert [(i, j) for i, row in enumerate(tune["grid"]) for j, t in enumerate(row)
             if t != "·"] == grid.fixed()
     assert all(tune["grid"][i][j] == grid.majority[i][j] for i, j in grid.fixed())
@@ -763,8 +768,9 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
         page.close()
 
 
-def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str]]:
-    """(first line's end, character written) at each place where ``sample_ci(..., rhyme=form)``
+def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str, str]]:
+    """(first line's end, character written, the slot's tone) at each place where
+    ``sample_ci(..., rhyme=form)``
     keeps only rhyming characters, replaying its bookkeeping over ``text`` (then its line break)."""
     from onelayer.chapters.ch10_songci import _RhymeAtSlots
 
@@ -773,7 +779,7 @@ def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str]]:
     for c in text + "\n":
         logits = at_slots.mask(torch.zeros(1, len(vocab)))
         if logits.isinf().any():
-            masked.append((at_slots.anchor[0], c))
+            masked.append((at_slots.anchor[0], c, form.slot_tone(at_slots.line[0])))
         at_slots.update(vocab.encode(c))
     return masked
 
@@ -811,14 +817,14 @@ def test_songci_writer_marks_tones_and_rhymes_and_imposes_the_rhyme(browser):
                         assert mark == t + ("✗" if off else ""), (text, c)
                     if i in form.slots and in_place[0] and i < len(in_place) and in_place[i]:
                         ends = [metre.ci_lines(lines[k]["text"])[0][-1] for k in (0, i)]
-                        r = metre.rhymes(*ends)
+                        r = metre.rhymes(*ends, form.slot_tone(i))
                         assert line["rhyme"] == {None: "-1", False: "0", True: "1"}[r], text
                         judged[rhyme].append(r)
                     else:
                         assert line["rhyme"] is None, text
                 if rhyme:                                  # 约束处写的字都押首句的韵
-                    for anchor, c in replay_rhyme_slots(form, vocab, text):
-                        assert metre.rhymes(anchor, c) is True, (text, anchor, c)
+                    for anchor, c, tone in replay_rhyme_slots(form, vocab, text):
+                        assert metre.rhymes(anchor, c, tone) is True, (text, anchor, c)
         assert written[False] != written[True]                  # 开关改变了写出的词
         assert False in judged[False] and len(judged[True]) >= 10, judged
         assert False not in judged[True], judged                # 约束下韵脚句都押韵

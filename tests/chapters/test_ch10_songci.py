@@ -111,11 +111,21 @@ def test_form_reads_the_grid_and_slots_and_rates_three_rules():
 def test_rhyme_filter_keeps_only_rhyming_characters():
     chars = "杯台花去□"
     z = torch.zeros(2, len(chars))
-    kept = torch.isfinite(rhyme_filter(z, chars, "来"))
+    kept = torch.isfinite(rhyme_filter(z, chars, "来", "平"))
     assert kept.tolist() == [[True, True, False, False, False]] * 2
-    assert torch.equal(rhyme_filter(z, chars, "□"), z)            # 首句末字不在表里：不动
+    assert torch.equal(rhyme_filter(z, chars, "□", "平"), z)      # 首句末字不在表里：不动
     with pytest.raises(ValueError, match="最后一维应为字表大小 5"):
-        rhyme_filter(torch.zeros(4), chars, "来")
+        rhyme_filter(torch.zeros(4), chars, "来", "平")
+
+
+def test_a_rhyme_slot_keeps_its_tone():
+    # 中（一东 / 一送）、看（十四寒 / 十五翰）、回（十灰 / 十一队）：平韵处只借平声的读音
+    chars = "东送寒乱灰对"
+    for anchor, ping, ze in [("中", "东", "送"), ("看", "寒", "乱"), ("回", "灰", "对")]:
+        at_ping = torch.isfinite(rhyme_filter(torch.zeros(len(chars)), chars, anchor, "平"))
+        at_ze = torch.isfinite(rhyme_filter(torch.zeros(len(chars)), chars, anchor, "仄"))
+        assert [c for c, k in zip(chars, at_ping) if k] == [ping]
+        assert [c for c, k in zip(chars, at_ze) if k] == [ze]
 
 
 def test_sample_ci_with_the_rhyme_writes_a_rhyme_at_every_slot():

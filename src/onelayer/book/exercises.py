@@ -267,41 +267,49 @@ def check_top_p(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> bool:
 
 
 # 第 10 章：在韵脚处只留押韵的字
-def check_rhyme_filter(fn: Callable[[torch.Tensor, str, str], torch.Tensor]) -> bool:
-    """Chapter 10: ``fn(logits, chars, anchor)`` should set to -inf, over the last dimension,
-    the score of every character of ``chars`` that does not rhyme with ``anchor`` by the
-    平水韵 (``onelayer.metre.rhymes``; a character the table lacks does not rhyme), and leave
-    the logits unchanged when nothing rhymes (``ch10_songci.rhyme_filter``)."""
+def check_rhyme_filter(fn: Callable[[torch.Tensor, str, str, str], torch.Tensor]) -> bool:
+    """Chapter 10: ``fn(logits, chars, anchor, tone)`` should set to -inf, over the last
+    dimension, the score of every character of ``chars`` that does not rhyme with ``anchor``
+    at a rhyme slot of ``tone`` by the 平水韵 (``onelayer.metre.rhymes``; a character the table
+    lacks does not rhyme), and leave the logits unchanged when nothing rhymes
+    (``ch10_songci.rhyme_filter``)."""
     from onelayer import metre
 
     def finite(t: torch.Tensor) -> torch.Tensor:
         return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
 
-    chars = "杯台来回花家天年去酒月东冬□"
+    chars = "杯台来回对花家天年去酒月东冬中送□"
     generator = torch.Generator().manual_seed(10)
-    for shape, anchor in [((len(chars),), "杯"), ((3, len(chars)), "花"),
-                          ((2, 2, len(chars)), "东"), ((4, len(chars)), "□")]:
+    for shape, anchor, tone in [((len(chars),), "杯", "平"), ((3, len(chars)), "回", "平"),
+                                ((2, 2, len(chars)), "中", "平"), ((2, len(chars)), "中", "仄"),
+                                ((4, len(chars)), "□", "平")]:
         z = torch.randn(shape, generator=generator)
 
         def keeping(test: Callable[[str], bool], z: torch.Tensor = z) -> torch.Tensor:
             keep = torch.tensor([test(c) for c in chars])
             return finite(z if not keep.any() else z.masked_fill(~keep, float("-inf")))
 
+        def any_tone(a: str, c: str) -> bool:
+            return bool(metre.rhyme_groups(a) & metre.rhyme_groups(c))
+
         mistakes = [
-            (keeping(lambda c, a=anchor: metre.rhymes(a, c) is not False),
+            (keeping(lambda c, a=anchor, t=tone: metre.rhymes(a, c, t) is not False),
              "表里没有的字（rhymes 返回 None）不算押韵，也要去掉。"),
+            (keeping(lambda c, a=anchor: any_tone(a, c)),
+             f"韵脚是{tone}声：多音字只能用{tone}声的读音比韵（rhymes 的第三个参数），"
+             "不能借另一个声调的读音。"),
             (keeping(lambda c, a=anchor: metre.tone(c) == metre.tone(a)),
              "同是平声不等于押韵：要同一个韵部（rhyme_groups 有交集）。"),
             (finite(torch.full_like(z, float("-inf"))),
              "没有一个字押韵时（比如首句末字不在表里），原样返回 logits，别全设成 -inf。"),
         ]
-        problem = _judge(lambda z, a: finite(fn(z.clone(), chars, a)), (z, anchor),
-                         keeping(lambda c, a=anchor: metre.rhymes(a, c) is True),
-                         f"字表 {chars}、首句末字“{anchor}” ", mistakes,
-                         "逐个字用 metre.rhymes(anchor, 字) 判断，不是 True 的设为 -inf。")
+        problem = _judge(lambda z, a, t: finite(fn(z.clone(), chars, a, t)), (z, anchor, tone),
+                         keeping(lambda c, a=anchor, t=tone: metre.rhymes(a, c, t) is True),
+                         f"字表 {chars}、首句末字“{anchor}”、{tone}声韵脚 ", mistakes,
+                         "逐个字用 metre.rhymes(anchor, 字, tone) 判断，不是 True 的设为 -inf。")
         if problem:
             return _report(False, problem)
-    return _report(True, "四种形状、四个首句末字下都与 rhyme_filter 一致。")
+    return _report(True, "五种形状、五种首句末字与韵脚声调下都与 rhyme_filter 一致。")
 
 
 # 第 5 章：因果自注意力的一个头

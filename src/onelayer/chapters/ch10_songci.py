@@ -164,9 +164,13 @@ class Form:
              book: str = "平水韵") -> Form:
         """The form of ``tune`` read from the ci of ``cis`` that follow ``pattern``."""
         texts = [ci.text for ci in tune_subset(cis, [tune])]
-        return cls(tune, tuple(pattern), metre.tone_grid(texts, pattern),
-                   tuple(metre.line_rhymes(texts, pattern, book)),
-                   tuple(metre.rhyme_slots(texts, pattern, book)), book)
+        grid = metre.tone_grid(texts, pattern)
+        return cls(tune, tuple(pattern), grid, tuple(metre.line_rhymes(texts, grid, book)),
+                   tuple(metre.rhyme_slots(texts, grid, book)), book)
+
+    def slot_tone(self, line: int) -> str:
+        """The tone the rhyme of ``line`` is judged in: its last character's in the grid."""
+        return self.grid.end_tone(line)
 
     def rates(self, texts: Sequence[str]) -> torch.Tensor:
         """[句长合格率, 平仄合格率, 押韵率] of ``texts``: the share whose line lengths are the
@@ -178,13 +182,13 @@ class Form:
             raise ValueError("texts 不能为空")
         length = sum(metre.length_ok(t, self.pattern) for t in texts) / len(texts)
         tone = metre.tone_rate(texts, self.grid, at_least=AT_LEAST)
-        rhyme = metre.rhyme_rate(texts, self.pattern, self.slots, self.book, at_least=AT_LEAST)
+        rhyme = metre.rhyme_rate(texts, self.grid, self.slots, self.book, at_least=AT_LEAST)
         return torch.tensor([length, math.nan if tone is None else tone,
                              math.nan if rhyme is None else rhyme])
 
     def rhyme_chance(self, texts: Sequence[str]) -> float:
         """The 押韵率 of ``texts`` if their lines were not linked (``metre.rhyme_chance``)."""
-        chance = metre.rhyme_chance(texts, self.pattern, self.slots, self.book)
+        chance = metre.rhyme_chance(texts, self.grid, self.slots, self.book)
         return math.nan if chance is None else chance
 
 
@@ -201,20 +205,21 @@ def random_ci(texts: Sequence[str], pattern: Sequence[int], n: int,
             for row in picks]
 
 
-def rhyme_filter(logits: torch.Tensor, chars: str, anchor: str,
+def rhyme_filter(logits: torch.Tensor, chars: str, anchor: str, tone: str,
                  book: str = "平水韵") -> torch.Tensor:
     """``logits`` [..., len(chars)] with every character that does not rhyme with ``anchor``
-    set to -inf (characters the rhyme table lacks are dropped too). Unchanged when ``anchor``
-    is not in the table or nothing in ``chars`` rhymes with it."""
+    at a slot of ``tone`` set to -inf (characters the rhyme table lacks are dropped too).
+    Unchanged when ``anchor`` is not in the table or nothing in ``chars`` rhymes with it."""
     if logits.shape[-1] != len(chars):
         raise ValueError(f"logits 的最后一维应为字表大小 {len(chars)}，实际为 {logits.shape[-1]}")
-    keep = rhyming_mask(chars, anchor, book)
+    keep = rhyming_mask(chars, anchor, tone, book)
     return logits if not keep.any() else logits.masked_fill(~keep, float("-inf"))
 
 
-def rhyming_mask(chars: str, anchor: str, book: str = "平水韵") -> torch.Tensor:
-    """[len(chars)]: True for each character that rhymes with ``anchor`` in ``book``."""
-    return torch.tensor([metre.rhymes(anchor, c, book) is True for c in chars])
+def rhyming_mask(chars: str, anchor: str, tone: str, book: str = "平水韵") -> torch.Tensor:
+    """[len(chars)]: True for each character that rhymes with ``anchor`` at a slot of
+    ``tone`` in ``book``."""
+    return torch.tensor([metre.rhymes(anchor, c, tone, book) is True for c in chars])
 
 
 class _RhymeAtSlots:
@@ -228,17 +233,18 @@ class _RhymeAtSlots:
         self.anchor: list[str | None] = [None] * rows
         self.last = [""] * rows
         self.breaks = set(LINE_BREAKS + SEPARATOR + END)
-        self.masks: dict[str, torch.Tensor] = {}
+        self.masks: dict[tuple[str, str], torch.Tensor] = {}
 
     def mask(self, logits: torch.Tensor) -> torch.Tensor:
         """logits [rows, V] with the rhyme imposed on the rows at a slot's last character."""
         pattern = self.form.pattern
         for row, (line, count, anchor) in enumerate(zip(self.line, self.count, self.anchor)):
             if anchor and line in self.form.slots and count == pattern[line] - 1:
-                if anchor not in self.masks:
-                    self.masks[anchor] = rhyming_mask(self.chars, anchor, self.form.book)
-                if self.masks[anchor].any():
-                    logits[row] = logits[row].masked_fill(~self.masks[anchor], float("-inf"))
+                key = (anchor, self.form.slot_tone(line))
+                if key not in self.masks:
+                    self.masks[key] = rhyming_mask(self.chars, *key, self.form.book)
+                if self.masks[key].any():
+                    logits[row] = logits[row].masked_fill(~self.masks[key], float("-inf"))
         return logits
 
     def update(self, new: list[int]) -> None:

@@ -5,25 +5,29 @@
   const P = window.onelayerPanels, { el, slider, select, checkbox } = P.ui;
   const BREAKS = "，。？！、；", SEPARATOR = "：", END = "\n", NO_TONE = "·";
 
-  // 押韵：两个字有共同的韵部（多音字任一读音即可）；字表里缺一个就不判（null），
-  // 与 onelayer.metre.rhymes 相同。classes[i] 是第 i 个字的韵部编号。
-  const rhymeOf = (classes, a, b) => {
-    const ga = classes[a] || [], gb = classes[b] || [];
-    return !ga.length || !gb.length ? null : ga.some((g) => gb.includes(g));
+  // 押韵：在一个声调的韵脚上，两个字有这个声调的共同韵部（多音字只用这个声调的读音）；
+  // 字表里缺一个就不判（null），与 onelayer.metre.rhymes 相同。rhymes.ids[声调][i] 是第 i 个
+  // 字在这个声调里的韵部编号，rhymes.listed[i] 说字表里有没有它。
+  const rhymeOf = (rhymes, tone, a, b) => {
+    if (rhymes.listed[a] !== "1" || rhymes.listed[b] !== "1") return null;
+    const gb = rhymes.ids[tone][b];
+    return rhymes.ids[tone][a].some((g) => gb.includes(g));
   };
+  const slotTone = (form, line) => form.slotTones[form.slots.indexOf(line)];
 
   // 押韵约束（与 onelayer.chapters.ch10_songci 的 _RhymeAtSlots 相同）：跟着写出的字数句与
   // 句中的字数；到韵脚句的最后一个字，只留与首句末字押韵的字。每个断句符号都进到下一句，
   // “：”开始一首新词也算，首句的末字在第一个断句符号处记下。
-  P.songciRhymeTracker = function (model, form, classes) {
+  P.songciRhymeTracker = function (model, form, rhymes) {
     const breaks = BREAKS + SEPARATOR + END;
     let line = 0, count = 0, anchor = null, last = null;
     const masks = new Map();
     return {
       mask(logits) {
         if (anchor === null || !form.slots.includes(line) || count !== form.pattern[line] - 1) return;
-        if (!masks.has(anchor)) masks.set(anchor, model.vocab.map((_, i) => rhymeOf(classes, anchor, i) === true));
-        const keep = masks.get(anchor);
+        const tone = slotTone(form, line), key = `${anchor}${tone}`;
+        if (!masks.has(key)) masks.set(key, model.vocab.map((_, i) => rhymeOf(rhymes, tone, anchor, i) === true));
+        const keep = masks.get(key);
         if (keep.some(Boolean)) keep.forEach((k, i) => { if (!k) logits[i] = -Infinity; });
       },
       update(id) {
@@ -110,14 +114,15 @@
     function draw() {
       const tau = temp.get(), p = topP.get(), name = tune.get();
       const form = tunes.find((t) => t.name === name), pattern = form.pattern;
-      const classes = data.rhymes[form.book].ids, groupNames = data.rhymes[form.book].names;
-      const tracker = rhymeOn.get() ? P.songciRhymeTracker(model, form, classes) : null;
+      const rhymes = data.rhymes[form.book], groupNames = rhymes.names;
+      const tracker = rhymeOn.get() ? P.songciRhymeTracker(model, form, rhymes) : null;
       const text = P.songciWrite(model, name + SEPARATOR, tau, p, seed.get(), tracker);
       const lines = P.songciLines(text);
       const ok = lines.map((line, i) => line.chars.length === pattern[i]);
       const fits = lines.length === pattern.length && ok.every(Boolean);
       const lastId = (i) => index.get(lines[i].chars[lines[i].chars.length - 1]);
-      const groupsOf = (i) => (classes[lastId(i)] || []).map((g) => groupNames[g]).join("、") || "字表里没有";
+      const groupsOf = (i, tone) => (lastId(i) === undefined || rhymes.listed[lastId(i)] !== "1" ? "字表里没有"
+        : rhymes.ids[tone][lastId(i)].map((g) => groupNames[g]).join("、") || `没有${tone}声读音`);
       let toneHits = 0, toneCounted = 0, rhymeHits = 0, rhymeCounted = 0;
       const rows = lines.map((line, i) => {
         const chars = line.chars.map((c, j) => {
@@ -128,14 +133,14 @@
         const notes = [ok[i] ? `${line.chars.length} 字 ✓` : `${line.chars.length} 字 ✗（应为 ${pattern[i] ?? "无此句"}）`];
         const attrs = { "data-key": `line.${i}`, "data-v": String(line.chars.length), "data-text": line.text };
         let rhymeMark = null;
-        if (i === 0 && form.slots.length) notes.push(`首句韵：${groupsOf(0)}`);
+        if (i === 0 && form.slots.length) notes.push(`首句韵：${groupsOf(0, form.slotTones[0])}`);
         if (form.slots.includes(i)) {
           if (!ok[i] || !ok[0]) notes.push("句长不对，不判韵");
           else {
-            const r = rhymeOf(classes, lastId(0), lastId(i));
+            const r = rhymeOf(rhymes, slotTone(form, i), lastId(0), lastId(i));
             if (r !== null) { rhymeCounted += 1; rhymeHits += r; }
             rhymeMark = el("span", { "data-key": `rhyme.${i}`, "data-v": r === null ? "-1" : String(Number(r)),
-                                     text: `韵 ${r === null ? "?" : r ? "✓" : "✗"}（${groupsOf(i)}）` });
+                                     text: `韵 ${r === null ? "?" : r ? "✓" : "✗"}（${groupsOf(i, slotTone(form, i))}）` });
           }
         }
         const punct = Array.from(line.text).slice(line.chars.length).join("");

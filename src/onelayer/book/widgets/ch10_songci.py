@@ -49,18 +49,23 @@ def songci_writer(model: TinyGPT, vocab: CharVocab, forms: Mapping[str, Form]) -
 
 def _tune_data(form: Form) -> dict:
     """Name, line lengths, the fixed tones (one string per line, ``NO_TONE`` where the ci do
-    not agree), the rhyme slots and the rhyme book."""
+    not agree), the rhyme slots with the tone each is judged in, and the rhyme book."""
     fixed = set(form.grid.fixed())
     grid = ["".join(tone if (i, j) in fixed else NO_TONE for j, tone in enumerate(row))
             for i, row in enumerate(form.grid.majority)]
     return {"name": form.tune, "pattern": list(form.pattern), "grid": grid,
-            "slots": list(form.slots), "book": form.book}
+            "slots": list(form.slots), "slotTones": [form.slot_tone(i) for i in form.slots],
+            "book": form.book}
 
 
 def _rhyme_classes(chars: str, book: str) -> dict:
-    """The rhyme class names of ``book`` that ``chars`` use, and per character the ids of its
-    classes (empty when the table lacks it)."""
-    groups = [sorted(metre.rhyme_groups(c, book)) for c in chars]
-    names = sorted({g for gs in groups for g in gs})
+    """The rhyme class names of ``book`` that ``chars`` use; per tone, per character the ids
+    of its classes in that tone (a slot of that tone rhymes only through them); and which
+    characters the table lacks."""
+    groups = {t: [sorted(metre.rhyme_groups(c, book, t)) for c in chars] for t in metre.TONES}
+    names = sorted({g for per_char in groups.values() for gs in per_char for g in gs})
     index = {name: k for k, name in enumerate(names)}
-    return {"names": names, "ids": [[index[g] for g in gs] for gs in groups]}
+    return {"names": names,
+            "ids": {t: [[index[g] for g in gs] for gs in per_char]
+                    for t, per_char in groups.items()},
+            "listed": "".join("1" if metre.rhyme_groups(c, book) else "0" for c in chars)}
