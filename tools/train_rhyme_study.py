@@ -2,18 +2,24 @@
 setting changed at a time, three seeds each, kept in models/rhyme-study/<arm>-<seed>/ like
 models/songci-gpt/. The chapter samples every checkpoint and measures how often it rhymes.
 
-Arms (``RHYME_ARMS`` in onelayer.chapters.ch10_longer):
-- table: the recipe as it is (learned position table); its seed 0 is models/songci-gpt/ itself;
-- rope:  RoPE (chapter 9) in place of the table, so "the character 8 back" is one offset
-         wherever it is.
+Arms (``RHYME_ARMS`` in onelayer.chapters.ch10_longer; the changes in ch10_rhyme):
+- table:    the recipe as it is (learned position table); its seed 0 is models/songci-gpt/;
+- rope:     RoPE (chapter 9) in place of the table, so "the character 8 back" is one offset
+            wherever it is;
+- classes:  each character's 词林正韵 classes as an embedding added to its token embedding;
+- weighted: from step 1500 on, the loss at line ends that rhyme with the first line × 10;
+- classes+weighted, classes+weighted3 (× 3): both;
+- reversed: each line written end first.
 
 Two runs at a time, one thread each (for a model this small that is faster on 2 cores than one
-run on both); about 13 minutes a pair. A checkpoint already there is kept, so an interrupted
-study resumes where it stopped.
+run on both); 15 to 19 minutes a run. A checkpoint already there is kept, so an interrupted
+study resumes where it stopped. Name arms and seeds to train only those:
 
-    .venv/bin/python tools/train_rhyme_study.py          # about 40 minutes on 2 cores
+    .venv/bin/python tools/train_rhyme_study.py                          # every missing one
+    .venv/bin/python tools/train_rhyme_study.py --arms classes+weighted --seeds 0 --jobs 1
 """
 
+import argparse
 import time
 from multiprocessing import Pool
 
@@ -43,10 +49,15 @@ def train_one(arm_seed: tuple[str, int]) -> str:
 
 
 def main() -> None:
-    todo = [(arm, seed) for arm in RHYME_ARMS for seed in RHYME_SEEDS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", nargs="+", choices=list(RHYME_ARMS), default=list(RHYME_ARMS))
+    parser.add_argument("--seeds", nargs="+", type=int, choices=RHYME_SEEDS, default=RHYME_SEEDS)
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=2)
+    args = parser.parse_args()
+    todo = [(arm, seed) for arm in args.arms for seed in args.seeds
             if not (rhyme_study_folder(arm, seed) / "weights.pt").is_file()]
-    print(f"要训练 {len(todo)} 个模型：{todo}")
-    with Pool(2) as pool:
+    print(f"要训练 {len(todo)} 个模型：{todo}", flush=True)
+    with Pool(args.jobs) as pool:
         for line in pool.imap_unordered(train_one, todo):
             print(line, flush=True)
 

@@ -257,11 +257,13 @@ def sampling_logits(logits: torch.Tensor, temperature: float = 1.0, top_k: int |
     return logits
 
 
-def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor,
+            weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean cross-entropy of the next-token predictions (nats per token).
 
     logits [..., B, T, vocab], targets [..., B, T]: the mean is over B and T, leading
-    dimensions (one per member of a stack of models) are kept.
+    dimensions (one per member of a stack of models) are kept. ``weights`` [B, T] (one
+    model): each token's cross-entropy multiplied by its weight, still divided by B·T.
     """
     check_tensor("logits", logits)
     if check_tensor("targets", targets).dim() < 2 or logits.shape[:-1] != targets.shape:
@@ -275,6 +277,12 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     if not targets.shape[-2:].numel():
         raise ValueError(f"targets 不能为空：B 和 T 都应 ≥ 1，实际形状 {list(targets.shape)}")
     check_id_range("targets", targets, logits.shape[-1])      # 词表大小 = logits 的最后一维
+    if weights is not None:
+        if check_tensor("weights", weights).shape != targets.shape or targets.dim() != 2:
+            raise ValueError(f"weights 应与 targets 同形状 [B, T]，实际为 {list(weights.shape)} "
+                             f"与 {list(targets.shape)}")
+        nll = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none")
+        return (nll * weights.flatten()).mean()
     if targets.dim() == 2:
         return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
     nll = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none")

@@ -242,14 +242,16 @@ def clip_gradients(model: nn.Module, max_norm: float) -> None:
 def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
                 batch_size: int, seq_len: int, seed: int | Sequence[int] = 0,
                 max_norm: float = 1.0, evaluate: Callable[[nn.Module], object] | None = None,
-                every: int | None = None, progress: Progress | None = None
+                every: int | None = None, progress: Progress | None = None,
+                weigh: Callable[[torch.Tensor, int], torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, dict[int, object]]:
     """The training loop of a real language model, for a TinyGPT or a stack of them (one seed
     each: a seed fixes a member's batches). AdamW, warm-up then cosine decay, gradient clipping.
     Returns the training loss per step, [steps] (a stack: [members, steps]), and
     ``evaluate(model)`` (in eval mode) at step 0, every ``every`` steps and after the last:
     {step: result}. ``progress`` wraps the steps (a progress bar; or ``itertools.islice`` to run
-    only the first steps of the schedule: the losses of steps not run stay nan)."""
+    only the first steps of the schedule: the losses of steps not run stay nan). ``weigh``
+    (one model): ``weigh(targets, step)`` gives each target's weight in the loss (``lm_loss``)."""
     check_positive_int("steps", steps)
     stacked = hasattr(model, "per_member")
     seeds = _per_member("seed", seed, len(model)) if stacked else [seed]
@@ -264,7 +266,8 @@ def train_adamw(model: nn.Module, corpus, steps: int, lr: float, warmup: int,
             evaluations[step] = _evaluated(model, evaluate)
         batches = [corpus.batch(batch_size, seq_len, g) for g in generators]
         x, y = (torch.stack(t) for t in zip(*batches)) if stacked else batches[0]
-        loss = lm_loss(model(x), y)                   # 一叠模型：每个成员一个损失
+        weights = None if weigh is None else weigh(y, step)
+        loss = lm_loss(model(x), y, weights)          # 一叠模型：每个成员一个损失
         optimizer.zero_grad()
         loss.sum().backward()
         clip_gradients(model, max_norm)

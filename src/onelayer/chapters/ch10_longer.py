@@ -17,6 +17,12 @@ import torch
 
 from onelayer import metre
 from onelayer.block import BlockConfig
+from onelayer.chapters.ch10_rhyme import (
+    RhymeWeights,
+    fold_rhyme_classes,
+    reversed_ci,
+    with_rhyme_classes,
+)
 from onelayer.chapters.ch10_songci import Form, rhyming_mask
 from onelayer.metre import LINE_BREAKS, SEPARATOR
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
@@ -74,18 +80,21 @@ def rhyme_mass(model: TinyGPT, vocab: CharVocab, form: Form, texts: Sequence[str
     rows = [prompt + vocab.encode(t) for t in fed]
     width = max(map(len, rows))
     probs = model(torch.tensor([r + [0] * (width - len(r)) for r in rows])).softmax(-1)
+    tone = form.slot_tone(form.slots[0])
     masses = [probs[r, len(prompt) + slot_ends(t, form)[0] - 1][
-        rhyming_mask(vocab.chars, end, form.book)].sum()
+        rhyming_mask(vocab.chars, end, tone, form.book)].sum()
         for r, (t, end) in enumerate(zip(kept, ends))]
     return torch.stack(masses).mean().item()
 
 
 def other_rhyme_ends(texts: Sequence[str], form: Form) -> list[str]:
     """For each text, the first line's end of the next text (in order, wrapping around) whose
-    end does not rhyme with its own: what ``rhyme_mass`` writes over the first line's end."""
+    end does not rhyme with its own at the first rhyme slot: what ``rhyme_mass`` writes over
+    the first line's end."""
     ends = [metre.ci_lines(t)[0][-1] for t in texts]
+    tone = form.slot_tone(form.slots[0])
     return [next(ends[(i + k) % len(ends)] for k in range(1, len(ends))
-                 if metre.rhymes(end, ends[(i + k) % len(ends)], form.book) is False)
+                 if metre.rhymes(end, ends[(i + k) % len(ends)], tone, form.book) is False)
             for i, end in enumerate(ends)]
 
 
@@ -112,6 +121,12 @@ class LongRun:
     seed: int = 0
     every: int = 250           # validation loss every this many steps
     rope_theta: float | None = None   # a base θ: RoPE (chapter 9) in place of the position table
+    # The rhyme study's changes (onelayer.chapters.ch10_rhyme), all off in the recipe:
+    rhyme_classes: str | None = None  # a rhyme book: each character's classes as an embedding
+    rhyme_weight: float = 1.0         # the loss at line ends that rhyme with the first line × this
+    weight_from: int = 0              # … from this step on
+    reverse_lines: bool = False       # each line written end first
+    rhyme_book: str = "词林正韵"       # the book the weighted line ends are read with
 
 
 def long_corpus(cis: Sequence[Ci], run: LongRun = LongRun()) -> tuple[CiCorpus, CiCorpus]:
@@ -119,6 +134,9 @@ def long_corpus(cis: Sequence[Ci], run: LongRun = LongRun()) -> tuple[CiCorpus, 
     one character vocabulary from the training split."""
     kept = [ci for ci in cis if LOST not in ci.text]
     train_cis, valid_cis = split_by_ci(kept)
+    if run.reverse_lines:                                  # 每句倒着写：韵脚字先写
+        train_cis = [reversed_ci(ci) for ci in train_cis]
+        valid_cis = [reversed_ci(ci) for ci in valid_cis]
     vocab = char_vocab([ci_text(ci) for ci in train_cis], min_count=run.min_count)
     return CiCorpus(train_cis, vocab), CiCorpus(valid_cis, vocab)
 
@@ -136,10 +154,15 @@ def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun()
     ``run.every`` steps and at the end; what float16 weights change)."""
     with seeded(run.seed):
         model = TinyGPT(long_gpt_config(len(train.vocab), run))
+    if run.rhyme_classes:
+        with_rhyme_classes(model, train.vocab.chars, run.rhyme_classes)
+    weigh = None if run.rhyme_weight == 1 else RhymeWeights(
+        train.vocab.chars, run.rhyme_book, run.rhyme_weight, run.weight_from)
     losses, measured = train_adamw(
         model, train, run.steps, run.lr, run.warmup, run.batch_size, run.seq_len,
         seed=run.seed + 1000, evaluate=lambda m: validation_loss(m, valid, run.seq_len),
-        every=run.every, progress=progress)
+        every=run.every, progress=progress, weigh=weigh)
+    fold_rhyme_classes(model)
     return model, {"train_loss": losses.tolist(), "valid_step": list(measured),
                    "valid_loss": list(measured.values()),
                    "float16_logit_change": float16_logit_change(
@@ -180,11 +203,22 @@ def save_songci_gpt(model: TinyGPT, vocab: CharVocab, run: LongRun, log: dict,
 
 
 # The rhyme study (tools/train_rhyme_study.py): the longer model's recipe with one setting
-# changed at a time, three seeds each. The recipe's own seed 0 is the model above.
+# changed at a time, three seeds each. The recipe's own seed 0 is the model above. The loss
+# weight k = 10 starts halfway (step 1500): weighted from the first step, an earlier run kept
+# the rhyme but lost 句长; k = 3 is the second weight tried.
 RHYME_STUDY_DIR = SONGCI_GPT_DIR.parent / "rhyme-study"
 RHYME_SEEDS = (0, 1, 2)
-RHYME_ARMS = {"table": lambda seed: LongRun(seed=seed),
-              "rope": lambda seed: LongRun(seed=seed, rope_theta=1e4)}
+_CLASSES, _WEIGHTED = {"rhyme_classes": "词林正韵"}, {"rhyme_weight": 10.0, "weight_from": 1500}
+RHYME_ARMS = {
+    "table": lambda seed: LongRun(seed=seed),
+    "rope": lambda seed: LongRun(seed=seed, rope_theta=1e4),
+    "classes": lambda seed: LongRun(seed=seed, **_CLASSES),
+    "weighted": lambda seed: LongRun(seed=seed, **_WEIGHTED),
+    "classes+weighted": lambda seed: LongRun(seed=seed, **_CLASSES, **_WEIGHTED),
+    "classes+weighted3": lambda seed: LongRun(seed=seed, **_CLASSES, rhyme_weight=3.0,
+                                              weight_from=1500),
+    "reversed": lambda seed: LongRun(seed=seed, reverse_lines=True),
+}
 
 
 def rhyme_study_folder(arm: str, seed: int) -> Path:
@@ -197,17 +231,17 @@ def rhyme_study_folder(arm: str, seed: int) -> Path:
     return RHYME_STUDY_DIR / f"{arm}-{seed}"
 
 
-def load_rhyme_study() -> dict[str, list[TinyGPT]]:
-    """Each arm's models, one per seed of ``RHYME_SEEDS`` (they share one vocabulary: the
-    longer model's, made from the same training split)."""
+def load_rhyme_study(arms: Sequence[str]) -> dict[str, list[TinyGPT]]:
+    """Each of the ``arms``' models, one per seed of ``RHYME_SEEDS`` (they share one
+    vocabulary: the longer model's, made from the same training split)."""
     return {arm: [load_songci_gpt(rhyme_study_folder(arm, seed))[0] for seed in RHYME_SEEDS]
-            for arm in RHYME_ARMS}
+            for arm in arms}
 
 
 def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, dict]:
     """The longer model (float32, eval mode), its vocabulary and what ``run.json`` records."""
     if not (folder / "weights.pt").is_file():
-        script = "train_rhyme_study.py（约 40 分钟）" if folder.parent == RHYME_STUDY_DIR \
+        script = "train_rhyme_study.py（每个模型约 15 分钟）" if folder.parent == RHYME_STUDY_DIR \
             else "train_songci_gpt.py（约 11 分钟）"
         raise FileNotFoundError(f"没有找到长时间训练的模型 {folder}：在 2 个核上运行 "
                                 f"python tools/{script}重新训练")
