@@ -183,3 +183,17 @@ def test_the_inside_map_places_each_finding():
     for label in ("看句首", "管断句", "去掉即崩", "只认得当前字", "平仄几乎全对", "押韵：找不到"):
         assert label in shown
     assert sum(t.startswith("头") for t in shown) == 3 * 4      # 每块 4 个头
+
+
+def test_the_seed_block_is_drawn_as_its_figure_and_as_its_code():
+    shown = diagrams.seed_block_diagram().texts
+    assert shown.count("LayerNorm") == 2, "左边按原教程的图：每次相加之后一个 LayerNorm"
+    assert "norm1（调用 3 次）" in shown and "norm2" in shown, "右边按原教程的代码：子层入口的 norm1、norm2"
+
+
+def test_the_front_page_map_marks_every_chapter():
+    from test_intro import toc_chapters
+
+    badges = diagrams.book_map_diagram().texts
+    missing = [n for n in toc_chapters() if str(n) not in badges]
+    assert missing == [], f"首页的图没有标出第 {missing} 章"

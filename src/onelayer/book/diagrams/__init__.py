@@ -3,7 +3,12 @@ function draws one idea with the chapter's own tensors and returns a ``Diagram``
 notebook shows as SVG."""
 
 from onelayer.book.diagrams.attention import attention_diagram, head_split_diagram
-from onelayer.book.diagrams.blocks import block_norms_diagram, norm_placements_diagram
+from onelayer.book.diagrams.blocks import (
+    block_norms_diagram,
+    norm_placements_diagram,
+    seed_block_diagram,
+)
+from onelayer.book.diagrams.book_map import book_map_diagram
 from onelayer.book.diagrams.canvas import Diagram
 from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
 from onelayer.book.diagrams.gpt import tiny_gpt_diagram
@@ -21,6 +26,7 @@ __all__ = [
     "Diagram",
     "attention_diagram",
     "block_norms_diagram",
+    "book_map_diagram",
     "ci_form_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
@@ -33,6 +39,7 @@ __all__ = [
     "position_wise_diagram",
     "residual_block_diagram",
     "rope_pairs_diagram",
+    "seed_block_diagram",
     "tiny_gpt_diagram",
     "unrolled_paths_diagram",
 ]

@@ -109,3 +109,30 @@ def norm_placements_diagram() -> Diagram:
     d.text(2.3, 0.04, "$f$：注意力或 FFN；LN：LayerNorm；DeepNorm 的 $\\alpha > 1$", size=SMALL,
            color=MUTED)
     return d
+
+
+SEED_FIGURE = ((([("多头注意力", "attention"), ("Dropout", "note")], [("LayerNorm", "norm")]),
+                ([("FFN", "weight"), ("Dropout", "note")], [("LayerNorm", "norm")])))
+SEED_CODE = (([("norm1（调用 3 次）", "norm"), ("attn", "attention"), ("drop", "note")], ()),
+             ([("norm2", "norm"), ("ffn", "weight"), ("drop", "note")], ()))
+
+
+@drawing
+def seed_block_diagram() -> Diagram:
+    """The block of source article 000 §5 twice: as its figure draws it (LayerNorm after each
+    ⊕, Post-Norm) and as the code under the figure computes it (norm1, norm2 at the entrance
+    of each sublayer, Pre-Norm; norm1 called three times, once each for Q, K and V)."""
+    d = Diagram(4.6, 4.3, "原教程 000 §5：图与代码")
+    top = 3.65
+    for x, title, block, formula in (
+            (0.95, "§5 的图：后置归一化", SEED_FIGURE, "$\\mathrm{LN}(x + \\mathrm{Drop}(F(x)))$"),
+            (3.2, "§5 的代码：前置归一化", SEED_CODE, "$x + \\mathrm{Drop}(F(\\mathrm{LN}(x)))$")):
+        d.text(x + 0.2, top + 0.55, title)
+        d.box(x, top + 0.26, 0.5, 0.24, "$x$", kind="stream", size=SMALL)
+        y = top - 0.04
+        d.line([(x, top + 0.14), (x, y)])
+        for branch, after in block:
+            y = sublayer(d, x, y, branch, after, w=1.1)
+        d.arrow((x, y), (x, y - 0.2))
+        d.text(x + 0.25, y - 0.38, formula, size=SMALL, color=MUTED)
+    return d
