@@ -34,7 +34,7 @@ SEARCH_TERMS = {
     "chapters/08_pre_post_norm": "预热",
     "chapters/09_modern_layer": "分组查询注意力",
     "chapters/10_songci": "浣溪沙",
-    "chapters/11_inside": "逻辑透镜",
+    "chapters/11_inside": "logit 透镜",
     "chapters/glossary": "术语表",
     "chapters/errata": "勘误",
     "chapters/reproducibility": "计算路径",

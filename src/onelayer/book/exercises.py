@@ -371,7 +371,7 @@ def check_rope(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) 
     return _report(True, "三种形状、两个 θ 下都与 onelayer.rope.apply_rope 一致。")
 
 
-# 第 11 章：逻辑透镜
+# 第 11 章：logit 透镜
 def check_logit_lens(fn: Callable[..., list[torch.Tensor]]) -> bool:
     """Chapter 11: ``fn(model, x)`` should return, for the residual stream after the
     embeddings and after each block, the logits read through the model's final norm and its

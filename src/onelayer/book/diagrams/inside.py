@@ -43,6 +43,6 @@ def inside_diagram(n_layers: int, n_heads: int, heads: Mapping[tuple[int, int], 
         d.arrow((0.2, y - row + (0.13 if layer == 0 else 0)), (0.2, y), color=MUTED)
     d.text(0.2, y + 0.22, "残差流", size=SMALL, color=MUTED)
     d.text(width / 2, 0.3, note, size=SMALL, color=FOUND)
-    d.text(width / 2, height - 0.25, "右侧灰字：读出到这一块为止，逻辑透镜看到什么", size=SMALL,
+    d.text(width / 2, height - 0.25, "右侧灰字：读出到这一块为止，logit 透镜看到什么", size=SMALL,
            color=MUTED)
     return d
