@@ -263,3 +263,17 @@ def test_the_rhyme_constraint_counts_lines_as_ci_lines_does():
     logits = at_slots.mask(torch.zeros(1, len(vocab)))
     kept = {c for c, x in zip(vocab.chars, logits[0].tolist()) if x > float("-inf")}
     assert kept == {"杯", "台"}
+
+
+def test_the_rhyme_constraint_gives_the_first_line_an_end_in_the_slots_tone():
+    from onelayer import metre
+    from onelayer.chapters.ch10_songci import _RhymeAtSlots
+
+    vocab = char_vocab(["一曲新词酒一杯去年天气旧亭台花"])
+    at_slots = _RhymeAtSlots(FORM, vocab, 1)
+    for i in vocab.encode("一曲新词酒一"):                        # 首句的末字（起韵）之前
+        at_slots.update([i])
+    logits = at_slots.mask(torch.zeros(1, len(vocab)))
+    kept = {c for c, x in zip(vocab.chars, logits[0].tolist()) if x > float("-inf")}
+    assert kept == {c for c in vocab.chars if metre.rhyme_groups(c, tone="平")}
+    assert "杯" in kept and not {"去", "酒", "旧"} & kept

@@ -225,7 +225,8 @@ def rhyming_mask(chars: str, anchor: str, tone: str, book: str = "平水韵") ->
 class _RhymeAtSlots:
     """Follows each row of a batch as it is written (line, characters in the line, the first
     line's end) and, at the last character of a rhyme slot, keeps only characters that rhyme
-    with the first line's end."""
+    with the first line's end; at the first line's end (the 起韵), only characters with a
+    reading in the slots' tone, so that a rhyme can follow."""
 
     def __init__(self, form: Form, vocab: CharVocab, rows: int) -> None:
         self.form, self.chars = form, vocab.chars
@@ -239,13 +240,22 @@ class _RhymeAtSlots:
         """logits [rows, V] with the rhyme imposed on the rows at a slot's last character."""
         pattern = self.form.pattern
         for row, (line, count, anchor) in enumerate(zip(self.line, self.count, self.anchor)):
-            if anchor and line in self.form.slots and count == pattern[line] - 1:
+            if line == 0 and self.form.slots and count == pattern[0] - 1:
+                key = ("", self.form.slot_tone(self.form.slots[0]))
+            elif anchor and line in self.form.slots and count == pattern[line] - 1:
                 key = (anchor, self.form.slot_tone(line))
-                if key not in self.masks:
-                    self.masks[key] = rhyming_mask(self.chars, *key, self.form.book)
-                if self.masks[key].any():
+            else:
+                continue
+            if key not in self.masks:
+                self.masks[key] = self._mask(*key)
+            if self.masks[key].any():
                     logits[row] = logits[row].masked_fill(~self.masks[key], float("-inf"))
         return logits
+
+    def _mask(self, anchor: str, tone: str) -> torch.Tensor:
+        if anchor:
+            return rhyming_mask(self.chars, anchor, tone, self.form.book)
+        return torch.tensor([bool(metre.rhyme_groups(c, self.form.book, tone)) for c in self.chars])
 
     def update(self, new: list[int]) -> None:
         for row, i in enumerate(new):

@@ -16,7 +16,8 @@
   const slotTone = (form, line) => form.slotTones[form.slots.indexOf(line)];
 
   // 押韵约束（与 onelayer.chapters.ch10_songci 的 _RhymeAtSlots 相同）：跟着写出的字数句与
-  // 句中的字数；到韵脚句的最后一个字，只留与首句末字押韵的字。每个断句符号都进到下一句，
+  // 句中的字数；到首句的末字，只留有韵脚声调读音的字；到韵脚句的最后一个字，只留与首句末字
+  // 押韵的字。每个断句符号都进到下一句，
   // “：”开始一首新词也算，首句的末字在第一个断句符号处记下。
   P.songciRhymeTracker = function (model, form, rhymes) {
     const breaks = BREAKS + SEPARATOR + END;
@@ -24,9 +25,12 @@
     const masks = new Map();
     return {
       mask(logits) {
-        if (anchor === null || !form.slots.includes(line) || count !== form.pattern[line] - 1) return;
-        const tone = slotTone(form, line), key = `${anchor}${tone}`;
-        if (!masks.has(key)) masks.set(key, model.vocab.map((_, i) => rhymeOf(rhymes, tone, anchor, i) === true));
+        const first = line === 0 && form.slots.length > 0 && count === form.pattern[0] - 1;
+        if (!first && (anchor === null || !form.slots.includes(line) || count !== form.pattern[line] - 1)) return;
+        // 首句末字（起韵）：只留有韵脚声调读音的字；韵脚句的末字：只留与首句末字同韵的字
+        const tone = first ? form.slotTones[0] : slotTone(form, line), key = first ? `起${tone}` : `${anchor}${tone}`;
+        if (!masks.has(key)) masks.set(key, model.vocab.map((_, i) => (first
+          ? rhymes.listed[i] === "1" && rhymes.ids[tone][i].length > 0 : rhymeOf(rhymes, tone, anchor, i) === true)));
         const keep = masks.get(key);
         if (keep.some(Boolean)) keep.forEach((k, i) => { if (!k) logits[i] = -Infinity; });
       },
