@@ -1,5 +1,6 @@
 """The front page lists every page of the book: a row of "你将搭建什么" for each chapter of the
-table of contents, a link for each appendix page. A new chapter or appendix cannot be forgotten."""
+table of contents, linking it, a link for each appendix page. A new chapter or appendix cannot
+be forgotten. Its picture (images/book_map.svg) is the current output of the drawing."""
 
 import re
 from pathlib import Path
@@ -8,6 +9,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 INTRO = ROOT / "intro.md"
+BOOK_MAP = ROOT / "images" / "book_map.svg"
+REDRAW = ("python -c \"from onelayer.book.diagrams import book_map_diagram as f; "
+          "open('images/book_map.svg', 'w', encoding='utf-8').write(f().svg())\"")
 CHAPTER_FILE = re.compile(r"chapters/(\d\d)_\w+")
 
 
@@ -60,6 +64,24 @@ def test_every_chapter_has_a_row_in_what_you_will_build():
     assert list(rows) == sorted(rows), "表中的章应按顺序排列"
     empty = [n for n, cells in rows.items() if len(cells) < 2 or not all(cells[:2])]
     assert empty == [], f"第 {empty} 章的行没有写部件或要算的东西"
+
+
+def test_every_chapter_row_links_its_chapter():
+    rows = table_rows(section(INTRO.read_text(encoding="utf-8"), "你将搭建什么"))
+    files = {int(m.group(1)): f for fs in toc_parts().values() for f in fs
+             if (m := CHAPTER_FILE.fullmatch(f))}
+    unlinked = [n for n, cells in rows.items() if doc_links(cells[0]) != {files.get(n)}]
+    assert unlinked == [], f"首页表中第 {unlinked} 章的部件名没有链接到该章"
+
+
+def test_the_front_page_picture_is_current_and_described():
+    from onelayer.book.diagrams import book_map_diagram
+
+    assert BOOK_MAP.read_text(encoding="utf-8") == book_map_diagram().svg(), (
+        f"images/book_map.svg 不是 book_map_diagram() 现在画出的图：在仓库根目录运行 {REDRAW}")
+    figure = re.search(r"```\{figure\} images/book_map\.svg\n(.*?)```",
+                       INTRO.read_text(encoding="utf-8"), re.S)
+    assert figure and re.search(r"^:alt: \S", figure.group(1), re.M), "首页的图要有替代文字"
 
 
 def test_every_appendix_page_is_linked_from_the_front_page():

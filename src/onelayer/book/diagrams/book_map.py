@@ -32,7 +32,7 @@ def book_map_diagram() -> Diagram:
     ln_f and the next token's scores; a numbered badge beside each part names the chapter
     that builds it (1–9), and two lines under it the chapters that use the whole model
     (10, 11)."""
-    d = Diagram(4.6, 4.75, "一层 Transformer：各章在哪里")
+    d = Diagram(3.3, 4.75, "一层 Transformer：各章在哪里")
     x, w, labels = 0.95, 1.2, 2.15
     d.box(x, 4.55, w, 0.26, "词元 → 词嵌入 + 位置", kind="weight", size=SMALL)
     top = 4.2
@@ -51,16 +51,16 @@ def book_map_diagram() -> Diagram:
     d.arrow((x, y - 0.46), (x, y - 0.66))
     d.text(x, y - 0.78, "下一个词元的分数", size=SMALL)
 
-    _badge(d, labels, top + 0.1, 6, "组装成一个块（虚线框）")
-    _badge(d, labels, ln1, 4, "层归一化（LayerNorm）")
+    _badge(d, labels, top + 0.1, 6, "组装一个块")
+    _badge(d, labels, ln1, 4, "层归一化")
     _badge(d, labels, attention, 5, "自注意力")
-    _badge(d, labels, add1, 3, "残差连接：⊕ 与捷径")
-    _badge(d, labels, ln2, 8, "归一化放在子层前还是后")
-    _badge(d, labels, w1, 1, "前馈网络（FFN）")
-    _badge(d, labels, act, 2, "激活函数与门控")
-    _badge(d, labels, (w2 + add2) / 2, 9, "今天的一层：RoPE、GQA 等")
-    _badge(d, labels, y - 0.33, 7, "小 GPT：堆 N 块，训练、采样")
-    _badge(d, 0.3, y - 1.1, 10, "让小 GPT 学写宋词")
-    _badge(d, labels, y - 1.1, 11, "拆开学会了的一层")
+    _badge(d, labels, add1, 3, "残差连接")
+    _badge(d, labels, ln2, 8, "前置还是后置")
+    _badge(d, labels, w1, 1, "前馈网络")
+    _badge(d, labels, act, 2, "激活函数")
+    _badge(d, labels, (w2 + add2) / 2, 9, "今天的一层")
+    _badge(d, labels, y - 0.33, 7, "小 GPT")
+    _badge(d, 0.3, y - 1.1, 10, "学写宋词")
+    _badge(d, labels, y - 1.1, 11, "拆开一层")
     return d
 
