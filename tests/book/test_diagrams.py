@@ -188,7 +188,7 @@ def test_the_inside_map_places_each_finding():
 def test_the_seed_block_is_drawn_as_its_figure_and_as_its_code():
     shown = diagrams.seed_block_diagram().texts
     assert shown.count("LayerNorm") == 2, "左边按原教程的图：每次相加之后一个 LayerNorm"
-    assert "norm1（调用 3 次）" in shown and "norm2" in shown, "右边按原教程的代码：子层入口的 norm1、norm2"
+    assert "norm1（调用 3 次）" in shown and "norm2" in shown, "右边按原教程的代码：norm1、norm2"
 
 
 def test_the_front_page_map_marks_every_chapter():
