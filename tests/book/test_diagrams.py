@@ -13,6 +13,7 @@ import torch
 import onelayer.book.diagrams as diagrams
 from onelayer.book.diagrams.canvas import MAX_WIDTH, Diagram
 from onelayer.chapters.ch07_tiny_gpt import facts_gpt_config
+from onelayer.chapters.ch10_songci import PRINTED_SCORES
 from onelayer.data import TOKENS, facts_corpus, sentence_ffn, sentence_x
 from onelayer.ffn import trace_ffn
 
@@ -41,7 +42,8 @@ def inside_findings():
 
 
 ARGUMENTS = {"tiny_gpt_diagram": lambda: (chapter7_config(),),
-             "ci_form_diagram": lambda: (songci_form(),), "inside_diagram": inside_findings}
+             "ci_form_diagram": lambda: (songci_form(), 0.9, 2, PRINTED_SCORES["浣溪沙"]),
+             "inside_diagram": inside_findings}
 
 
 def draw(name):
@@ -183,6 +185,18 @@ def test_the_inside_map_places_each_finding():
     for label in ("看句首", "管断句", "去掉即崩", "只认得当前字", "平仄几乎全对", "押韵：找不到"):
         assert label in shown
     assert sum(t.startswith("头") for t in shown) == 3 * 4      # 每块 4 个头
+
+
+def test_the_printed_score_is_drawn_above_the_grid_read_from_the_ci():
+    score = PRINTED_SCORES["浣溪沙"]
+    shown = draw("ci_form_diagram").texts
+    assert shown.count("谱") == 6
+    assert "".join(score).count("中") <= shown.count("中")
+    bare = diagrams.ci_form_diagram(songci_form()).texts
+    # 每句一个“谱”，每字一个记号，一行图例
+    assert "谱" not in bare and len(shown) - len(bare) == 6 + 42 + 1
+    with pytest.raises(ValueError, match="score 应为每句一串平仄"):
+        diagrams.ci_form_diagram(songci_form(), score=score[:5])
 
 
 def test_the_seed_block_is_drawn_as_its_figure_and_as_its_code():

@@ -142,6 +142,11 @@ def sample_ci(model: TinyGPT | TinyGPTStack, vocab: CharVocab, tune: str, n: int
             for member in tokens]
 
 
+# The printed 词谱 (《钦定词谱》, the 正体 after 韩偓), 中 = 可平可仄, typed from the book: the
+# chapter draws it beside the grid read from the ci and checks that they agree where it fixes
+# a tone.
+PRINTED_SCORES = {"浣溪沙": ("中仄中平中仄平", "中平中仄仄平平", "中平中仄仄平平",
+                          "中仄中平平仄仄", "中平中仄仄平平", "中平中仄仄平平")}
 RATES = ("句长合格率", "平仄合格率", "押韵率")
 AT_LEAST = 20   # 平仄、押韵：可量的字或韵脚少于这么多，就说不准，记作 nan
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from matplotlib.patches import Rectangle
 
 from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram, drawing
@@ -14,24 +16,33 @@ RHYME = "#c0392b"
 
 
 @drawing
-def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2) -> Diagram:
+def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2,
+                    score: Sequence[str] | None = None) -> Diagram:
     """The form as a grid: a row per line, a cell per character, marked 平 or 仄 where at least
     ``threshold`` of the ci agree (and the share that does), 中 where the place is free; the
     first line's end and each rhyme slot's end outlined in red, with how often that line
-    rhymes with the first. The lines are split into ``halves`` (a 词's 片)."""
+    rhymes with the first. The lines are split into ``halves`` (a 词's 片). ``score``: the
+    printed 词谱, a string of 平/仄/中 per line, drawn above each row; a place the 谱 leaves
+    free (中) where the ci agree is outlined with a dashed line."""
+    if score is not None and [len(line) for line in score] != list(form.pattern):
+        raise ValueError(f"score 应为每句一串平仄、句长 {list(form.pattern)}，"
+                         f"实际为 {list(score)!r}")
     cell, gap = 0.42, 0.2
+    strip = 0.22 if score is not None else 0.0
     rows = len(form.pattern)
     per_half = -(-rows // halves)
     width = min(4.6, 0.5 + cell * max(form.pattern) + 1.45)
-    height = 0.75 + rows * cell + (halves - 1) * gap + 0.5
+    height = 0.75 + rows * (cell + strip) + (halves - 1) * gap + 0.5 + 0.2 * (score is not None)
     d = Diagram(width, height, f"{form.tune}的格律：平仄与韵脚")
     left, top = 0.5, height - 0.55
     d.text(left + cell * max(form.pattern) / 2, height - 0.22,
            f"{form.tune}：每格是多数词在这里用的声调", size=SMALL, color=MUTED)
     for i, length in enumerate(form.pattern):
-        y = top - i * cell - (i // per_half) * gap - cell / 2
+        y = top - i * (cell + strip) - strip - (i // per_half) * gap - cell / 2
         if i % per_half == 0:
             d.text(0.2, y, "上片" if i == 0 else "下片", size=SMALL, color=MUTED)
+        if score is not None:
+            d.text(0.3, y + cell / 2 + strip / 2, "谱", size=7, color=MUTED)
         for j in range(length):
             share = form.grid.agreement[i][j]
             tone = form.grid.majority[i][j] if share >= threshold else "中"
@@ -41,6 +52,14 @@ def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2) -> Diag
                                      linewidth=0.6))
             d.text(x, y + 0.06, tone, color=INK if tone != "中" else MUTED)
             d.text(x, y - 0.12, f"{share:.0%}", size=7, color=MUTED)
+            if score is not None:
+                printed = score[i][j]
+                d.text(x, y + cell / 2 + strip / 2, printed, size=7,
+                       color=MUTED if printed == "中" else INK)
+                if printed == "中" and tone != "中":
+                    d.ax.add_patch(Rectangle((x - cell / 2 + 0.03, y - cell / 2 + 0.03),
+                                             cell - 0.06, cell - 0.06, facecolor="none",
+                                             edgecolor=INK, linewidth=0.9, linestyle=(0, (2, 2))))
         end = left + (length - 1) * cell + cell / 2
         rhymed = i == 0 or i in form.slots
         if rhymed:
@@ -52,6 +71,9 @@ def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2) -> Diag
                  f"不押 {form.line_rhymes[i]:.0%}")
         d.text(end + cell / 2 + 0.08, y, label, size=SMALL,
                color=RHYME if rhymed else MUTED, ha="left")
+    if score is not None:
+        d.text(0.05, 0.5, "小字“谱”：印出的词谱（中 = 可平可仄）；虚线框：谱不论，词人却多用一声",
+               size=SMALL, color=MUTED, ha="left")
     d.text(0.05, 0.3, f"平/仄：至少 {threshold:.0%} 的词在此用同一声调（格里是这个比例）；"
            "中：不定", size=SMALL, color=MUTED, ha="left")
     d.text(0.05, 0.1, f"红框：韵脚；右边是末字与首句末字同韵（{form.book}）的比例",
