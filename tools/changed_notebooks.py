@@ -92,7 +92,7 @@ def notebooks_to_run(changed: set[str]) -> list[str]:
     changed_modules = {module_name(ROOT / f) for f in changed
                        if f.startswith("src/onelayer/") and f.endswith(".py")}
     run = []
-    for nb in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    for nb in sorted((ROOT / "chapters").glob("[0-9][0-9]*_*.ipynb")):
         rel = str(nb.relative_to(ROOT))
         if rel in changed or closure(notebook_modules(nb, exports), graph) & changed_modules:
             run.append(rel)

@@ -253,7 +253,7 @@ def sweep_one(name: str, offset: int) -> dict:
 
 def swept_chapters() -> list[str]:
     """The chapters with experiment claims."""
-    return [p.stem for p in sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+    return [p.stem for p in sorted(CHAPTERS.glob("[0-9][0-9]*_*.ipynb"))
             if any(c["experiment"] for c in chapter_claims(load(p)))]
 
 
@@ -462,12 +462,24 @@ def row(name: str, claim: dict, held: int, runs: int, ranges: dict, entry: dict,
     return [f"- {linked}\\", "  " + "；".join(details)]   # "\\" ends the line: details below
 
 
+def anchor(name: str) -> str:
+    """The label of a page's part of the table: claims-ch10 for 10_songci, claims-ch10a for
+    its study page 10a_rhyme_study."""
+    return f"claims-ch{name.split('_')[0]}"
+
+
+def page_heading(name: str) -> str:
+    """第 10 章 …, or 第 10 章的研究 … for a study page (10a_…)."""
+    kind = "章" if name[2] == "_" else "章的研究"
+    return f"第 {int(name[:2])} {kind} {chapter_title(name)}"
+
+
 def table(results: dict) -> str:
     parts = [START, ""]
     for name in swept_chapters():
         entry = results["chapters"].get(name)
         notebook = load(CHAPTERS / f"{name}.ipynb")
-        parts += [f"(claims-ch{name[:2]})=", f"### 第 {int(name[:2])} 章 {chapter_title(name)}", ""]
+        parts += [f"({anchor(name)})=", f"### {page_heading(name)}", ""]
         said = status(name, entry)
         if said != "current":
             parts += [said, ""]

@@ -13,7 +13,8 @@ CHAPTERS = ROOT / "chapters"
 
 def toc_files() -> set[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return {c["file"] for part in toc["parts"] for c in part["chapters"]}
+    return {f["file"] for part in toc["parts"] for c in part["chapters"]
+            for f in [c, *c.get("sections", [])]}
 
 
 def chapter_notebooks() -> list[Path]:

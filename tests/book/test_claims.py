@@ -59,7 +59,7 @@ def test_each_chapter_box_links_its_rows():
     for name in SWEPT:
         source = "".join("".join(c["source"]) for c in
                          claims.load(claims.CHAPTERS / f"{name}.ipynb")["cells"])
-        assert f"<claims-ch{name[:2]}>" in source, name
+        assert f"<{claims.anchor(name)}>" in source, name
 
 
 def test_recording_keeps_every_assert_and_its_quantities():

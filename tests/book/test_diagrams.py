@@ -211,3 +211,9 @@ def test_the_front_page_map_marks_every_chapter():
     badges = diagrams.book_map_diagram().texts
     missing = [n for n in toc_chapters() if str(n) not in badges]
     assert missing == [], f"首页的图没有标出第 {missing} 章"
+
+
+def test_the_rhyme_study_changes_are_drawn_on_real_characters():
+    shown = draw("rhyme_arms_diagram").texts
+    assert shown.count("G[第1部平]") == 3, "东、冬、风共用词林正韵第一部平声的一行"
+    assert "×10（第 1500 步起）" in shown and "杯一酒词新曲一，台亭旧气天年去。" in shown

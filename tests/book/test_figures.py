@@ -81,7 +81,7 @@ REFERENCES = """() => {
   }));
   return {refs, figures, unresolved: article.innerText.includes("??")};
 }"""
-CHAPTER_PAGES = [p for p in toc_pages() if re.match(r"chapters/\d\d_", p)]
+CHAPTER_PAGES = [p for p in toc_pages() if re.match(r"chapters/\d\d[a-z]?_", p)]
 
 
 @pytest.mark.browser

@@ -26,7 +26,8 @@ def avoided_spellings() -> dict[str, str]:
 def prose_pages() -> dict[str, str]:
     """The prose of every page in the TOC except the glossary (markdown cells of notebooks)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    files = [toc["root"]] + [f["file"] for part in toc["parts"] for c in part["chapters"]
+                             for f in [c, *c.get("sections", [])]]
     pages = {}
     for name in files:
         md, nb = ROOT / f"{name}.md", ROOT / f"{name}.ipynb"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]*_*.ipynb"))
 # Tags that take a code cell's source out of the HTML book (hide-input folds it).
 FOLDED = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 GLUE = re.compile(r"\{glue(?::text)?\}`[^`]+`")
@@ -85,11 +85,14 @@ def onelayer_uses(source: str) -> list[tuple[str, str]]:
 
 
 def taught_in(module: str, name: str) -> int | None:
-    if m := CHAPTER_MODULE.match(module):
-        return int(m.group(2))
-    for prefix, chapter in TAUGHT_MODULES.items():
-        if module.startswith(prefix):
-            return chapter
+    """The chapter that teaches ``name`` from ``module`` (a module imported whole, as in
+    ``from onelayer.chapters import ch10_rhyme``, counts as its dotted path)."""
+    for path in (module, f"{module}.{name}"):
+        if m := CHAPTER_MODULE.match(path):
+            return int(m.group(2))
+        for prefix, chapter in TAUGHT_MODULES.items():
+            if path.startswith(prefix):
+                return chapter
     return TAUGHT_IN.get(name)
 
 

@@ -34,6 +34,7 @@ SEARCH_TERMS = {
     "chapters/08_pre_post_norm": "预热",
     "chapters/09_modern_layer": "分组查询注意力",
     "chapters/10_songci": "浣溪沙",
+    "chapters/10a_rhyme_study": "韵部嵌入",
     "chapters/11_inside": "logit 透镜",
     "chapters/glossary": "术语表",
     "chapters/errata": "勘误",
@@ -44,7 +45,8 @@ SEARCH_TERMS = {
 
 def toc_files() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [toc["root"]] + [f["file"] for part in toc["parts"] for c in part["chapters"]
+                            for f in [c, *c.get("sections", [])]]     # 一章的研究页在它下面
 
 
 def toc_pages() -> list[str]:

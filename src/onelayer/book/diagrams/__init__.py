@@ -20,7 +20,7 @@ from onelayer.book.diagrams.modern import (
 )
 from onelayer.book.diagrams.norms import layernorm_geometry_diagram
 from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
-from onelayer.book.diagrams.songci import ci_form_diagram
+from onelayer.book.diagrams.songci import ci_form_diagram, rhyme_arms_diagram
 
 __all__ = [
     "Diagram",
@@ -28,6 +28,7 @@ __all__ = [
     "block_norms_diagram",
     "book_map_diagram",
     "ci_form_diagram",
+    "rhyme_arms_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",

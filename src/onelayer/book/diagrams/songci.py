@@ -79,3 +79,45 @@ def ci_form_diagram(form: Form, threshold: float = 0.9, halves: int = 2,
     d.text(0.05, 0.1, f"红框：韵脚；右边是末字与首句末字同韵（{form.book}）的比例",
            size=SMALL, color=MUTED, ha="left")
     return d
+
+
+@drawing
+def rhyme_arms_diagram() -> Diagram:
+    """What the rhyme study changes in the recipe, on 晏殊's first two lines: the rhyme class
+    added to each character's row of the (tied) token table, the loss at a rhyming line end
+    weighted, and each line written end first."""
+    from onelayer import metre
+    from onelayer.chapters.ch10_rhyme import reversed_lines, rhyme_ends
+
+    width, height = 4.6, 4.3
+    d = Diagram(width, height, "押韵研究改了配方的哪几处")
+    d.text(0.05, height - 0.2, "一、告诉模型韵部：字的行加上它的韵部的行", size=SMALL, ha="left")
+    for k, char in enumerate("东冬风"):
+        y = height - 0.55 - k * 0.38
+        (group,) = metre.rhyme_groups(char, "词林正韵")
+        d.box(0.75, y, 0.9, 0.28, f"E[{char}]", size=SMALL)
+        d.op(1.45, y, "+", radius=0.1)
+        d.box(2.35, y, 1.35, 0.28, f"G[{group}]", kind="norm", size=SMALL)
+        d.text(3.15, y, f"= “{char}”的新行", size=SMALL, ha="left")
+    d.text(0.05, height - 1.72, "三个字共用一行 G；输入和输出（同一张表）都用新行", size=7,
+           color=MUTED, ha="left")
+
+    text = "浣溪沙：一曲新词酒一杯，去年天气旧亭台。"
+    start = text.index("：") + 1
+    heavy = set(rhyme_ends(text, "词林正韵"))
+    top = height - 2.05
+    d.text(0.05, top, "二、加重韵脚的损失：与首句末字同韵的句末字 ×10", size=SMALL, ha="left")
+    cell = 4.3 / (len(text) - start)
+    for k, char in enumerate(text[start:]):
+        x = 0.2 + (k + 0.5) * cell
+        bar = 0.45 if start + k in heavy else 0.045
+        d.ax.add_patch(Rectangle((x - cell * 0.35, top - 0.75), cell * 0.7, bar,
+                                 facecolor=RHYME if bar > 0.1 else "#bbbbbb", linewidth=0))
+        d.text(x, top - 0.88, char, size=SMALL)
+    d.text(width - 0.05, top - 0.25, "×10（第 1500 步起）", size=7, color=RHYME, ha="right")
+
+    low = top - 1.3
+    d.text(0.05, low, "三、每句倒着写：韵脚字先写", size=SMALL, ha="left")
+    d.text(0.2, low - 0.32, text[start:], size=SMALL, ha="left", color=MUTED)
+    d.text(0.2, low - 0.62, reversed_lines(text[start:]), size=SMALL, ha="left")
+    return d
