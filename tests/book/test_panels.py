@@ -768,10 +768,10 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
         page.close()
 
 
-def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str, str]]:
-    """(first line's end, character written, the slot's tone) at each place where
-    ``sample_ci(..., rhyme=form)``
-    keeps only rhyming characters, replaying its bookkeeping over ``text`` (then its line break)."""
+def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str | None, str, str]]:
+    """(first line's end, or None at the first line's own end; character written; the slot's
+    tone) at each place where ``sample_ci(..., rhyme=form)`` masks the characters, replaying
+    its bookkeeping over ``text`` (then its line break)."""
     from onelayer.chapters.ch10_songci import _RhymeAtSlots
 
     at_slots = _RhymeAtSlots(form, vocab, 1)
@@ -779,7 +779,8 @@ def replay_rhyme_slots(form, vocab, text: str) -> list[tuple[str, str, str]]:
     for c in text + "\n":
         logits = at_slots.mask(torch.zeros(1, len(vocab)))
         if logits.isinf().any():
-            masked.append((at_slots.anchor[0], c, form.slot_tone(at_slots.line[0])))
+            line = at_slots.line[0]
+            masked.append((at_slots.anchor[0], c, form.slot_tone(line or form.slots[0])))
         at_slots.update(vocab.encode(c))
     return masked
 
@@ -824,7 +825,10 @@ def test_songci_writer_marks_tones_and_rhymes_and_imposes_the_rhyme(browser):
                         assert line["rhyme"] is None, text
                 if rhyme:                                  # 约束处写的字都押首句的韵
                     for anchor, c, tone in replay_rhyme_slots(form, vocab, text):
-                        assert metre.rhymes(anchor, c, tone) is True, (text, anchor, c)
+                        if anchor is None:               # 首句的末字：有韵脚声调的读音
+                            assert metre.rhyme_groups(c, tone=tone), (text, c)
+                        else:
+                            assert metre.rhymes(anchor, c, tone) is True, (text, anchor, c)
         assert written[False] != written[True]                  # 开关改变了写出的词
         assert False in judged[False] and len(judged[True]) >= 10, judged
         assert False not in judged[True], judged                # 约束下韵脚句都押韵
