@@ -70,7 +70,15 @@ def translate_template_strings(page: str) -> str:
     return "".join([*pieces, _translate(page[last:])])
 
 
+# The sidebar folds a chapter's study pages under a <summary> that holds only an icon: it gets
+# a name (axe's summary-name rule; a screen reader would otherwise read nothing).
+TOCTREE_TOGGLE = '<summary><span class="toctree-toggle" role="presentation">'
+TOCTREE_TOGGLE_NAMED = ('<summary aria-label="展开或收起这一章的研究页">'
+                        '<span class="toctree-toggle" role="presentation">')
+
+
 def _translate(part: str) -> str:
+    part = part.replace(TOCTREE_TOGGLE, TOCTREE_TOGGLE_NAMED)
     part = re.sub(r"(最后更新于 [^<]*?)\.(\s*<)", r"\1。\2", part)
     part = re.sub(r"© Copyright ([^<]*?)\.(\s*<)", r"© \1 版权所有。\2", part)
     for english, chinese in UI_STRINGS.items():

@@ -51,6 +51,8 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("10_songci", "char_fits"): SETTING,
     ("10_songci", "study_minutes"): "训练脚本记下的用时，不是结论",
     ("11_inside", "start_head"): "哪一个头（块.头的编号），不是结论",
+    ("10a_rhyme_study", "n_probe"): "量了验证集里几首词（由数据定），不是结论",
+    ("10a_rhyme_study", "n_held"): "验证集里有几首浣溪沙（由数据定），不是结论",
     ("11_inside", "probe_n"): SETTING,
     **{("11_inside", name): "练习答案里的数，在种子 0 的模型上算出，不是结论" for name in (
         "ex_prev_score", "ex_start_up", "ex_break_zero", "ex_break_mean", "ex_wide_head",

@@ -5,9 +5,10 @@ outside the article, and the toggles of folded code.
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
-from test_site import HTML, toc_pages
+from test_site import HTML, ROOT, toc_pages
 
 # own English terms in its titles).
 LATIN_ALLOWED = {"pdf", "ipynb", "md", "ctrl", "k", "transformer", "ffn", "layernorm",
@@ -53,3 +54,12 @@ def test_folded_code_toggles_speak_chinese():
         assert "Show code cell" not in text and "Hide code cell" not in text, page
         if "tag_hide-input" in text:
             assert ">显示代码<" in text and ">隐藏代码<" in text, page
+
+
+def test_the_sidebar_toggle_of_study_pages_has_a_name():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import page_language
+
+    page = f"<nav>{page_language.TOCTREE_TOGGLE}</summary></nav><article>x</article>"
+    named = page_language.translate_template_strings(page)
+    assert 'aria-label="展开或收起这一章的研究页"' in named

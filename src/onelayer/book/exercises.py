@@ -268,18 +268,15 @@ def check_top_p(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> bool:
 
 # 第 10 章：在韵脚处只留押韵的字
 def check_rhyme_filter(fn: Callable[[torch.Tensor, str, str, str], torch.Tensor]) -> bool:
-    """Chapter 10: ``fn(logits, chars, anchor, tone)`` should set to -inf, over the last
-    dimension, the score of every character of ``chars`` that does not rhyme with ``anchor``
-    at a rhyme slot of ``tone`` by the 平水韵 (``onelayer.metre.rhymes``; a character the table
-    lacks does not rhyme), and leave the logits unchanged when nothing rhymes
-    (``ch10_songci.rhyme_filter``)."""
+    """Chapter 10: ``fn(logits, chars, anchor, tone)`` sets to -inf (last dimension) each
+    character of ``chars`` that does not rhyme with ``anchor`` at a ``tone`` slot by the 平水韵
+    (``metre.rhymes``; unlisted characters do not rhyme); unchanged if none rhymes."""
     from onelayer import metre
 
     def finite(t: torch.Tensor) -> torch.Tensor:
         return torch.nan_to_num(torch.as_tensor(t), neginf=-1e9)
 
-    chars = "杯台来回对花家天年去酒月东冬中送□"
-    generator = torch.Generator().manual_seed(10)
+    chars, generator = "杯台来回对花家天年去酒月东冬中送□", torch.Generator().manual_seed(10)
     for shape, anchor, tone in [((len(chars),), "杯", "平"), ((3, len(chars)), "回", "平"),
                                 ((2, 2, len(chars)), "中", "平"), ((2, len(chars)), "中", "仄"),
                                 ((4, len(chars)), "□", "平")]:
@@ -289,15 +286,11 @@ def check_rhyme_filter(fn: Callable[[torch.Tensor, str, str, str], torch.Tensor]
             keep = torch.tensor([test(c) for c in chars])
             return finite(z if not keep.any() else z.masked_fill(~keep, float("-inf")))
 
-        def any_tone(a: str, c: str) -> bool:
-            return bool(metre.rhyme_groups(a) & metre.rhyme_groups(c))
-
         mistakes = [
             (keeping(lambda c, a=anchor, t=tone: metre.rhymes(a, c, t) is not False),
              "表里没有的字（rhymes 返回 None）不算押韵，也要去掉。"),
-            (keeping(lambda c, a=anchor: any_tone(a, c)),
-             f"韵脚是{tone}声：多音字只能用{tone}声的读音比韵（rhymes 的第三个参数），"
-             "不能借另一个声调的读音。"),
+            (keeping(lambda c, a=anchor: bool(metre.rhyme_groups(a) & metre.rhyme_groups(c))),
+             f"韵脚是{tone}声：多音字只能用{tone}声的读音比韵，不能借另一个声调的读音。"),
             (keeping(lambda c, a=anchor: metre.tone(c) == metre.tone(a)),
              "同是平声不等于押韵：要同一个韵部（rhyme_groups 有交集）。"),
             (finite(torch.full_like(z, float("-inf"))),
