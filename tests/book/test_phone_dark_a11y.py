@@ -47,7 +47,8 @@ SCHEME = """mode => {
 # (the resize event fires before the next frame), then the theme's and book.js's resize
 # handlers have run (they wait 300 and 200 ms after the last resize: a later timer runs after
 # them), then the colour transitions a scheme change starts have finished (running ones that
-# end); all within 5 s, or the check fails.
+# end, each for at most its remaining time); all within 15 s (a guard against a page that never
+# settles, not a speed check), or the check fails.
 SETTLED = """async width => {
   const frame = () => new Promise(r => requestAnimationFrame(r));
   const settle = async () => {
@@ -58,10 +59,18 @@ SETTLED = """async width => {
     }
     const ending = document.getAnimations().filter(a => a.playState === 'running'
       && a.effect && a.effect.getComputedTiming().endTime !== Infinity);
-    await Promise.all(ending.map(a => a.finished.catch(() => null)));
+    // each for at most its remaining time: one that the browser pauses (content it skips
+    // rendering) would otherwise never finish
+    const left = a => Math.max(0, a.effect.getComputedTiming().endTime - (a.currentTime || 0));
+    await Promise.all(ending.map(a => Promise.race([
+      a.finished.catch(() => null),
+      new Promise(r => setTimeout(r, left(a) + 50))])));
     await frame();
   };
-  const late = new Promise((_, no) => setTimeout(() => no(new Error('页面 5 秒内没有稳定')), 5000));
+  const late = new Promise((_, no) => setTimeout(() => no(new Error('页面 15 秒内没有稳定：' +
+    JSON.stringify(document.getAnimations().filter(a => a.playState === 'running').slice(0, 5)
+      .map(a => [a.transitionProperty || a.animationName, a.effect && a.effect.target
+                 && String(a.effect.target.className).slice(0, 40)])))), 15000));
   await Promise.race([settle(), late]);
 }"""
 
