@@ -17,6 +17,7 @@ import torch
 
 from onelayer import metre
 from onelayer.block import BlockConfig
+from onelayer.chapters.ch10_place import PlacedCorpus, PlacedGPT
 from onelayer.chapters.ch10_rhyme import (
     RhymeWeights,
     fold_rhyme_classes,
@@ -126,6 +127,7 @@ class LongRun:
     rhyme_weight: float = 1.0         # the loss at line ends that rhyme with the first line × this
     weight_from: int = 0              # … from this step on
     reverse_lines: bool = False       # each line written end first
+    place_known: bool = False         # each token read with the next one's place (ch10_place)
     rhyme_book: str = "词林正韵"       # the book the weighted line ends are read with
 
 
@@ -156,13 +158,17 @@ def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun()
         model = TinyGPT(long_gpt_config(len(train.vocab), run))
     if run.rhyme_classes:
         with_rhyme_classes(model, train.vocab.chars, run.rhyme_classes)
+    gpt = model
+    if run.place_known:                               # 每个字带着下一个字的位置符号读
+        model = PlacedGPT(gpt, train.vocab, run.rhyme_book)
+        train, valid = PlacedCorpus(train, run.rhyme_book), PlacedCorpus(valid, run.rhyme_book)
     weigh = None if run.rhyme_weight == 1 else RhymeWeights(
         train.vocab.chars, run.rhyme_book, run.rhyme_weight, run.weight_from)
     losses, measured = train_adamw(
         model, train, run.steps, run.lr, run.warmup, run.batch_size, run.seq_len,
         seed=run.seed + 1000, evaluate=lambda m: validation_loss(m, valid, run.seq_len),
         every=run.every, progress=progress, weigh=weigh)
-    fold_rhyme_classes(model)
+    fold_rhyme_classes(gpt)
     return model, {"train_loss": losses.tolist(), "valid_step": list(measured),
                    "valid_loss": list(measured.values()),
                    "float16_logit_change": float16_logit_change(
@@ -218,6 +224,8 @@ RHYME_ARMS = {
     "classes+weighted3": lambda seed: LongRun(seed=seed, **_CLASSES, rhyme_weight=3.0,
                                               weight_from=1500),
     "reversed": lambda seed: LongRun(seed=seed, reverse_lines=True),
+    "place": lambda seed: LongRun(seed=seed, place_known=True),
+    "classes+place": lambda seed: LongRun(seed=seed, **_CLASSES, place_known=True),
 }
 
 
@@ -247,7 +255,10 @@ def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, 
                                 f"python tools/{script}重新训练")
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     vocab = CharVocab(record["vocab"])
-    model = TinyGPT(long_gpt_config(len(vocab), LongRun(**record["run"])))
+    run = LongRun(**record["run"])
+    model = TinyGPT(long_gpt_config(len(vocab), run))
+    if run.place_known:
+        model = PlacedGPT(model, vocab, run.rhyme_book)
     weights = torch.load(folder / "weights.pt", weights_only=True)
     model.load_state_dict({k: v.float() for k, v in weights.items()})
     return model.eval(), vocab, record
