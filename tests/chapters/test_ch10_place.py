@@ -11,6 +11,7 @@ from onelayer.chapters.ch10_place import (
     PlacedCorpus,
     PlacedGPT,
     form_place,
+    form_places,
     sample_placed,
     text_places,
 )
@@ -51,6 +52,11 @@ def test_the_form_gives_the_places_the_ci_of_that_form_have():
         for count in range(7):
             assert form_place(form, line, count) == places[start + 8 * line + count]
     assert form_place(form, 0, 7) == (OUTSIDE, 0) and form_place(form, 6, 0) == (OUTSIDE, 0)
+    # 读一首正在写的词：每个字之后的下一个字的位置；标点连着不另起一句，换行之后都在句外
+    written = form_places(form, TEXT)
+    assert written[:-1] == places[1:] and written[-1] == (OUTSIDE, 0)
+    assert form_places(form, "浣溪沙：一二，，三") == [(OUTSIDE, 0)] * 3 + [
+        (6, 0), (5, 0), (4, 0), (6, 0), (6, 0), (5, 0)]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +64,7 @@ def placed():
     vocab = char_vocab([ci_text(ci) for ci in CIS])
     corpus = CiCorpus(CIS, vocab)
     gpt = TinyGPT(GPTConfig(len(vocab), 64, n_layers=1, block=BlockConfig(d_model=8, n_heads=2)))
-    return vocab, corpus, PlacedCorpus(corpus, "词林正韵"), PlacedGPT(gpt, vocab, "词林正韵")
+    return vocab, corpus, PlacedCorpus(corpus, "词林正韵"), PlacedGPT(gpt, vocab)
 
 
 def test_the_placed_corpus_draws_the_plain_windows_with_the_next_tokens_places(placed):
@@ -80,11 +86,12 @@ def test_the_placed_model_starts_as_the_plain_one_and_reads_ids_as_their_own_tem
         model.countdown.weight.normal_()
         model.slot.weight.normal_()
     ids = torch.tensor([vocab.encode(TEXT[:40])])
-    whole = TEXT.index("？")             # 读到这里的句子都完整；之后一句没写完，只能看作句外
-    assert torch.equal(model.read_places(ids)[0, :whole], x3[0, :whole])
-    assert model.read_places(ids)[0, -1].tolist() == [ids[0, -1].item(), OUTSIDE, 0]
+    with pytest.raises(ValueError, match="先设 model.form"):
+        model(ids)
+    model.form = hand_form()                 # 晏殊这首的韵脚正是格式的韵脚：两种读法一样
+    assert torch.equal(model.read_places(ids), x3[:1])
     assert not torch.allclose(model(x3), model.gpt(x3[..., 0]))
-    assert torch.allclose(model(ids)[0, :whole], model(x3[:1])[0, :whole])
+    assert torch.allclose(model(ids), model(x3[:1]))
     assert torch.equal(model.gpt(x3[..., 0]), model.gpt(x3[..., 0]))       # 钩子用完即除
 
 

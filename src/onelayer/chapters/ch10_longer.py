@@ -160,7 +160,7 @@ def train_long_songci(train: CiCorpus, valid: CiCorpus, run: LongRun = LongRun()
         with_rhyme_classes(model, train.vocab.chars, run.rhyme_classes)
     gpt = model
     if run.place_known:                               # 每个字带着下一个字的位置符号读
-        model = PlacedGPT(gpt, train.vocab, run.rhyme_book)
+        model = PlacedGPT(gpt, train.vocab)
         train, valid = PlacedCorpus(train, run.rhyme_book), PlacedCorpus(valid, run.rhyme_book)
     weigh = None if run.rhyme_weight == 1 else RhymeWeights(
         train.vocab.chars, run.rhyme_book, run.rhyme_weight, run.weight_from)
@@ -258,7 +258,7 @@ def load_songci_gpt(folder: Path = SONGCI_GPT_DIR) -> tuple[TinyGPT, CharVocab, 
     run = LongRun(**record["run"])
     model = TinyGPT(long_gpt_config(len(vocab), run))
     if run.place_known:
-        model = PlacedGPT(model, vocab, run.rhyme_book)
+        model = PlacedGPT(model, vocab)
     weights = torch.load(folder / "weights.pt", weights_only=True)
     model.load_state_dict({k: v.float() for k, v in weights.items()})
     return model.eval(), vocab, record

@@ -6,7 +6,9 @@ ends a rhyme slot. Both are learned embeddings added to the token's (zeros at th
 
 In training both are read from the ci itself (its own template, as SongNet does): the rhyme
 slots are the line ends that rhyme with the first line's (``rhyme_ends``) and the first line's
-end when one does. In writing they come from the form: its line lengths and its slots.
+end when one does. In writing, and in every measurement on held-out ci, they come from the
+form: its line lengths and its slots (``form_places``), so the flag never tells whether a
+held-out line rhymes.
 """
 
 from __future__ import annotations
@@ -84,15 +86,15 @@ class PlacedCorpus:
 
 class PlacedGPT(nn.Module):
     """A TinyGPT that reads, with each token, the next token's countdown and rhyme-slot flag.
-    Inputs [B, T, 3] (``PlacedCorpus``), or token ids [B, T] of whole ci, whose places are then
-    read from the ids themselves (``text_places``; the last position's next token is unknown,
-    so it is OUTSIDE): what the chapter's measurements on held-out ci feed it. Inputs [B, T, 3]
-    must be batched (a 2-D input is read as ids)."""
+    Inputs [B, T, 3] (``PlacedCorpus``), or token ids [B, T] of ci of ``self.form``, read with
+    the places that form gives (``form_places``, as in writing; set ``form`` first): what the
+    chapter's measurements on held-out ci feed it. A 2-D input is read as ids."""
 
-    def __init__(self, gpt: TinyGPT, vocab: CharVocab, book: str) -> None:
+    def __init__(self, gpt: TinyGPT, vocab: CharVocab) -> None:
         super().__init__()
-        self.gpt, self.chars, self.book = gpt, vocab.chars, book
+        self.gpt, self.chars = gpt, vocab.chars
         self.config = gpt.config
+        self.form: Form | None = None
         d = gpt.config.block.d_model
         self.countdown = nn.Embedding(OUTSIDE + 1, d)
         self.slot = nn.Embedding(2, d)
@@ -111,10 +113,11 @@ class PlacedGPT(nn.Module):
             added.remove()
 
     def read_places(self, ids: torch.Tensor) -> torch.Tensor:
-        """[..., T] token ids → [..., T, 3], the places read from the text the ids spell."""
+        """[..., T] token ids → [..., T, 3], the places ``self.form`` gives the text they spell."""
+        if self.form is None:
+            raise ValueError("按字读位置需要词牌的格式：先设 model.form（一个 Form），实际为 None")
         rows = ids.reshape(-1, ids.shape[-1]).tolist()
-        places = [text_places("".join(self.chars[i] for i in row), self.book)[1:] + [(OUTSIDE, 0)]
-                  for row in rows]
+        places = [form_places(self.form, "".join(self.chars[i] for i in row)) for row in rows]
         return torch.cat([ids[..., None], torch.tensor(places).view(*ids.shape, 2)], -1)
 
 
@@ -127,34 +130,41 @@ def form_place(form: Form, line: int, count: int) -> tuple[int, int]:
     return min(left, LONGEST), int(slot)
 
 
+def form_places(form: Form, text: str) -> list[tuple[int, int]]:
+    """Per character of ``text`` (a 词牌, "：", then a ci being written), the place ``form``
+    gives the token after it: lines are counted as written (punctuation right after
+    punctuation does not start a line), nothing after the line break."""
+    places, line, count, started = [], 0, 0, False
+    for char in text:
+        if not started:
+            started = char == SEPARATOR
+        elif char == END:
+            line = len(form.pattern)
+        elif char in LINE_BREAKS:
+            line, count = line + (count > 0), 0
+        else:
+            count += 1
+        places.append(form_place(form, line, count) if started else (OUTSIDE, 0))
+    return places
+
+
 @torch.no_grad()
 def sample_placed(model: PlacedGPT, vocab: CharVocab, form: Form, n: int,
                   temperature: float = 0.8, generator: torch.Generator | None = None
                   ) -> list[str]:
     """``n`` ci of ``form.tune`` written by ``model``, each position told its place by the
-    form (``form_place``: the line and count follow what the row has written); □ never
-    written; each ci up to its line break (``sample_ci``'s rules)."""
+    form (``form_places`` of what the row has written); □ never written; each ci up to its
+    line break (``sample_ci``'s rules)."""
     model.eval()
     prompt = vocab.encode(form.tune + SEPARATOR)
     unknown, end = vocab.encode(CharVocab.UNKNOWN)[0], vocab.encode(END)[0]
-    places = [(OUTSIDE, 0)] * (len(prompt) - 1) + [form_place(form, 0, 0)]
     tokens = torch.tensor(prompt).repeat(n, 1)
-    rows = torch.tensor(places).repeat(n, 1, 1)
-    line, count = [0] * n, [0] * n
-    breaks = {vocab.encode(c)[0] for c in LINE_BREAKS if c in vocab.chars}
     for _ in range(model.config.block_size - len(prompt)):
-        logits = model(torch.cat([tokens[..., None], rows], -1))[:, -1]
+        places = [form_places(form, vocab.decode(row)) for row in tokens.tolist()]
+        logits = model(torch.cat([tokens[..., None], torch.tensor(places)], -1))[:, -1]
         logits[:, unknown] = float("-inf")
         probs = sampling_logits(logits, temperature).softmax(-1)
-        new = torch.multinomial(probs, 1, generator=generator)
-        for r, i in enumerate(new.flatten().tolist()):
-            if i in breaks:
-                line[r], count[r] = line[r] + (count[r] > 0), 0
-            elif i != end:
-                count[r] += 1
-        nxt = torch.tensor([form_place(form, a, b) for a, b in zip(line, count)])
-        tokens, rows = torch.cat([tokens, new], 1), torch.cat([rows, nxt[:, None]], 1)
+        tokens = torch.cat([tokens, torch.multinomial(probs, 1, generator=generator)], 1)
         if (tokens[:, len(prompt):] == end).any(-1).all():
             break
     return [vocab.decode(row[len(prompt):]).split(END)[0] for row in tokens.tolist()]
-
