@@ -2,7 +2,18 @@
 function draws one idea with the chapter's own tensors and returns a ``Diagram``, which a
 notebook shows as SVG."""
 
-from onelayer.book.diagrams.attention import attention_diagram, head_split_diagram
+from onelayer.book.diagrams.activations import (
+    activation_switches_diagram,
+    dead_unit_diagram,
+    product_units_diagram,
+)
+from onelayer.book.diagrams.attention import (
+    attention_diagram,
+    causal_mask_diagram,
+    head_split_diagram,
+    kv_cache_diagram,
+    permutation_diagram,
+)
 from onelayer.book.diagrams.blocks import (
     block_norms_diagram,
     norm_placements_diagram,
@@ -19,13 +30,22 @@ from onelayer.book.diagrams.modern import (
     rope_pairs_diagram,
 )
 from onelayer.book.diagrams.norms import layernorm_geometry_diagram
-from onelayer.book.diagrams.residual import residual_block_diagram, unrolled_paths_diagram
+from onelayer.book.diagrams.residual import (
+    depth_variants_diagram,
+    residual_block_diagram,
+    unrolled_paths_diagram,
+)
 from onelayer.book.diagrams.songci import ci_form_diagram, rhyme_arms_diagram
 
 __all__ = [
     "Diagram",
+    "activation_switches_diagram",
+    "dead_unit_diagram",
+    "product_units_diagram",
+    "depth_variants_diagram",
     "attention_diagram",
     "block_norms_diagram",
+    "causal_mask_diagram",
     "book_map_diagram",
     "ci_form_diagram",
     "rhyme_arms_diagram",
@@ -33,10 +53,12 @@ __all__ = [
     "gated_ffn_diagram",
     "head_split_diagram",
     "inside_diagram",
+    "kv_cache_diagram",
     "kv_sharing_diagram",
     "layer_generations_diagram",
     "layernorm_geometry_diagram",
     "norm_placements_diagram",
+    "permutation_diagram",
     "position_wise_diagram",
     "residual_block_diagram",
     "rope_pairs_diagram",

@@ -76,3 +76,37 @@ def unrolled_paths_diagram() -> Diagram:
     d.text(2.3, 0.12, "梯度逐项成立：$(I + J_2)(I + J_1) = I + J_1 + J_2 + J_2 J_1$；"
            "前向时 $f_2$ 读的是 $x + f_1(x)$", size=SMALL, color=MUTED)
     return d
+
+
+@drawing
+def depth_variants_diagram() -> Diagram:
+    """The three deep networks of the depth study side by side: the same L FFN blocks with
+    the shortcut (h ← h + f(h)), without it under PyTorch's default init, and without it under
+    He init; under each, the factor by which one block multiplies the gradient's variance in
+    expectation at initialisation (1/3 · 1/2 · 1/3 = 1/18 for the default init, 1 for He)."""
+    d = Diagram(4.6, 3.5, "深度研究的三种网络")
+    columns = ((0.8, "残差", True, "默认初始化"), (2.3, "普通", False, "默认初始化"),
+               (3.8, "普通", False, "He 初始化"))
+    for x, name, shortcut, init in columns:
+        d.text(x, 3.3, name)
+        d.text(x, 3.07, init, size=SMALL, color=MUTED)
+        d.box(x, 2.75, 0.5, 0.26, "$h$", kind="stream")
+        y = 2.62
+        for label in ("$f_1$", "$f_2$"):
+            d.arrow((x, y), (x, y - 0.14))
+            d.box(x, y - 0.3, 0.56, 0.32, label, kind="weight")
+            if shortcut:
+                d.arrow((x, y - 0.46), (x, y - 0.58))
+                d.op(x, y - 0.7, "+", radius=0.11)
+                d.line([(x, y - 0.06), (x + 0.5, y - 0.06), (x + 0.5, y - 0.7)], color=STREAM)
+                d.arrow((x + 0.5, y - 0.7), (x + 0.11, y - 0.7), color=STREAM)
+                y -= 0.81
+            else:
+                y -= 0.46
+        d.text(x, y - 0.14, "……共 L 块", size=SMALL, color=MUTED)
+    d.text(0.8, 0.55, "$h \\leftarrow h + f(h)$", size=SMALL)
+    d.text(2.3, 0.55, "$h \\leftarrow f(h)$", size=SMALL)
+    d.text(3.8, 0.55, "$h \\leftarrow f(h)$", size=SMALL)
+    d.text(2.3, 0.3, "初始化时每块梯度的方差（期望）：", size=SMALL, color=MUTED)
+    d.text(2.3, 0.1, "默认初始化 × 1/18　　He 初始化 × 1", size=SMALL, color=MUTED)
+    return d
