@@ -11,7 +11,8 @@ Arms (``RHYME_ARMS`` in onelayer.chapters.ch10_longer; the changes in ch10_rhyme
 - classes+weighted, classes+weighted3 (× 3): both;
 - reversed: each line written end first;
 - place, classes+place: with each token, the next one's countdown to its line's end and whether
-            it ends a rhyme slot (SongNet's symbols; ch10_place), alone and with the classes.
+            it ends a rhyme slot (SongNet's symbols; ch10_place), alone and with the classes;
+- shi:      a quarter of the training ci are 近体诗 rhymed on 平 (make jintishi first).
 
 Two runs at a time, one thread each (for a model this small that is faster on 2 cores than one
 run on both); 15 to 19 minutes a run. A checkpoint already there is kept, so an interrupted

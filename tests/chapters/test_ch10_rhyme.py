@@ -8,6 +8,7 @@ from onelayer.block import BlockConfig
 from onelayer.chapters.ch10_rhyme import (
     RhymeWeights,
     fold_rhyme_classes,
+    jinti_kind,
     reversed_ci,
     reversed_lines,
     rhyme_ends,
@@ -82,3 +83,32 @@ def test_rhyme_classes_join_the_token_table_and_fold_into_a_plain_model():
     assert torch.allclose(model(ids), logits)
     with pytest.raises(ValueError, match="chars 应有 9 个"):
         with_rhyme_classes(TinyGPT(model.config), chars[:5], "词林正韵")
+
+
+def test_jinti_kind_keeps_the_regular_poems_rhymed_on_ping():
+    assert jinti_kind("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。") == "五绝"   # 流 楼 十一尤
+    assert jinti_kind("朝辞白帝彩云间，千里江陵一日还。两岸猿声啼不住，轻舟已过万重山。") == "七绝"
+    assert jinti_kind("千山鸟飞绝，万径人踪灭。孤舟蓑笠翁，独钓寒江雪。") is None      # 仄韵
+    assert jinti_kind("白日依山尽，黄河入海流。欲穷千里目，更上一层流。") is None      # 重韵
+    assert jinti_kind("白日依山尽，黄河入海流。欲穷千里目，更上一层台。") is None      # 不同韵
+    assert jinti_kind("白日依山尽，黄河入海流。欲穷千里目，更上一层高楼。") is None    # 句长不齐
+    assert jinti_kind("白日依山尽，黄河入海流。") is None and jinti_kind("") is None
+
+
+def test_more_rhymed_text_is_the_asked_share_of_the_training_ci(tmp_path):
+    import json
+
+    from onelayer.chapters.ch10_longer import more_rhymed_text
+
+    path = tmp_path / "jintishi.jsonl"
+    rows = [{"rhythmic": "五绝", "author": str(k), "paragraphs": ["白日依山尽，黄河入海流。"]}
+            for k in range(20)] + [{"rhythmic": "五绝", "author": "缺", "paragraphs": ["白□。"]}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    added = more_rhymed_text(30, 0.25, path)
+    assert len(added) == 10 and len({p.author for p in added}) == 10         # 30 + 10：四分之一
+    assert added == more_rhymed_text(30, 0.25, path)                         # 每个种子同一批诗
+    assert all("□" not in p.text for p in more_rhymed_text(60, 0.25, path))
+    with pytest.raises(ValueError, match="shi_share 应在 0 与 1 之间"):
+        more_rhymed_text(30, 1.0, path)
+    with pytest.raises(FileNotFoundError, match="make jintishi"):
+        more_rhymed_text(30, 0.25, tmp_path / "none.jsonl")

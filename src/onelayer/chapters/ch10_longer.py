@@ -27,7 +27,16 @@ from onelayer.chapters.ch10_rhyme import (
 from onelayer.chapters.ch10_songci import Form, rhyming_mask
 from onelayer.metre import LINE_BREAKS, SEPARATOR
 from onelayer.model import GPTConfig, TinyGPT, lm_loss
-from onelayer.songci import LOST, CharVocab, Ci, CiCorpus, char_vocab, ci_text, split_by_ci
+from onelayer.songci import (
+    LOST,
+    CharVocab,
+    Ci,
+    CiCorpus,
+    char_vocab,
+    ci_text,
+    load_songci,
+    split_by_ci,
+)
 from onelayer.train import Progress, seeded, train_adamw
 
 
@@ -102,6 +111,7 @@ def other_rhyme_ends(texts: Sequence[str], form: Form) -> list[str]:
 # The longer-trained model (tools/train_songci_gpt.py): all 词牌 of the training split, a larger
 # TinyGPT, thousands of steps; its checkpoint and loss log are kept in the repository.
 SONGCI_GPT_DIR = Path(__file__).resolve().parents[3] / "models" / "songci-gpt"
+JINTISHI_PATH = SONGCI_GPT_DIR.parents[1] / "data" / "jintishi.jsonl"     # make jintishi
 WRITER_TUNES = {"浣溪沙": (7, 7, 7, 7, 7, 7), "鹧鸪天": (7, 7, 7, 7, 3, 3, 7, 7, 7),
                 "菩萨蛮": (7, 7, 5, 5, 5, 5, 5, 5), "西江月": (6, 6, 7, 6, 6, 6, 7, 6)}
 
@@ -128,6 +138,7 @@ class LongRun:
     weight_from: int = 0              # … from this step on
     reverse_lines: bool = False       # each line written end first
     place_known: bool = False         # each token read with the next one's place (ch10_place)
+    shi_share: float = 0.0            # this share of the training ci are 近体诗 (make jintishi)
     rhyme_book: str = "词林正韵"       # the book the weighted line ends are read with
 
 
@@ -140,7 +151,21 @@ def long_corpus(cis: Sequence[Ci], run: LongRun = LongRun()) -> tuple[CiCorpus, 
         train_cis = [reversed_ci(ci) for ci in train_cis]
         valid_cis = [reversed_ci(ci) for ci in valid_cis]
     vocab = char_vocab([ci_text(ci) for ci in train_cis], min_count=run.min_count)
+    if run.shi_share:               # 词表仍只由宋词定；诗里词表没有的字读作 □
+        train_cis = train_cis + more_rhymed_text(len(train_cis), run.shi_share)
     return CiCorpus(train_cis, vocab), CiCorpus(valid_cis, vocab)
+
+
+def more_rhymed_text(n_ci: int, share: float, path: Path = JINTISHI_PATH) -> list[Ci]:
+    """The 近体诗 to add to ``n_ci`` ci so that they are ``share`` of the whole: the first of
+    ``path`` in one fixed shuffled order (the same poems for every seed)."""
+    if not 0 < share < 1:
+        raise ValueError(f"shi_share 应在 0 与 1 之间，实际为 {share!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"没有找到近体诗 {path}：请在仓库根目录运行 make jintishi")
+    poems = [p for p in load_songci(path) if LOST not in p.text]
+    order = torch.randperm(len(poems), generator=torch.Generator().manual_seed(0)).tolist()
+    return [poems[i] for i in order[:round(n_ci * share / (1 - share))]]
 
 
 def long_gpt_config(vocab_size: int, run: LongRun = LongRun()) -> GPTConfig:
@@ -226,6 +251,7 @@ RHYME_ARMS = {
     "reversed": lambda seed: LongRun(seed=seed, reverse_lines=True),
     "place": lambda seed: LongRun(seed=seed, place_known=True),
     "classes+place": lambda seed: LongRun(seed=seed, **_CLASSES, place_known=True),
+    "shi": lambda seed: LongRun(seed=seed, shi_share=0.25),
 }
 
 

@@ -8,7 +8,9 @@ changes one thing (``LongRun``'s fields in ``ch10_longer``), built here:
 - ``RhymeWeights``: the loss at the characters that end a line rhyming with the first line's
   end, read from the training text with the rhyme book, multiplied by k (from a given step on);
 - ``reversed_lines``: each line written end first, so the rhyme is the first character a line
-  writes (undone before the 格律 is measured: it is its own inverse).
+  writes (undone before the 格律 is measured: it is its own inverse);
+- ``jinti_kind``: which 近体诗 rhymed on 平 a poem is (五绝, 七绝, 五律, 七律), for the arm that
+  mixes more rhymed text into training (``tools/jintishi.py`` selects them from 全唐诗).
 """
 
 from __future__ import annotations
@@ -103,6 +105,22 @@ def rhyme_ends(text: str, book: str) -> list[int]:
     ends = [k for k in range(start, min(stop, len(text) - 1))
             if text[k] not in metre.LINE_BREAKS and text[k + 1] in metre.LINE_BREAKS]
     return [k for k in ends[1:] if _rhymes_in_a_known_tone(text[ends[0]], text[k], book)]
+
+
+JINTI = {(4, 5): "五绝", (4, 7): "七绝", (8, 5): "五律", (8, 7): "七律"}
+
+
+def jinti_kind(text: str) -> str | None:
+    """"五绝", "七绝", "五律" or "七律" when ``text`` is 4 or 8 lines of 5 or 7 characters whose
+    even lines end on different characters of one 平 rhyme group of the 平水韵 (the second
+    line's); None otherwise."""
+    lines = metre.ci_lines(text)
+    kind = JINTI.get((len(lines), len(lines[0]) if lines else 0))
+    if kind is None or any(len(line) != len(lines[0]) for line in lines):
+        return None
+    ends = [line[-1] for line in lines[1::2]]
+    rhymed = all(metre.rhymes(ends[0], end, "平", "平水韵") is True for end in ends[1:])
+    return kind if rhymed and len(set(ends)) == len(ends) else None
 
 
 class RhymeWeights:
