@@ -113,9 +113,15 @@ class TransformerBlock(nn.Module):
             self.mlp = FeedForward(config.d_model, config.ffn_width, config.activation,
                                    bias=config.bias, gated=config.gated, fused=config.fused)
 
+    def attention_branch(self, h: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.attn(h))
+
+    def ffn_branch(self, h: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.mlp(h))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        position = self.config.norm_position
-        x = norm_sublayer(x, lambda h: self.drop(self.attn(h)), self.ln_1, position)
-        if self.mlp is None:
+        position = self.config.norm_position     # "pre": x + F(LN(x))；"post": LN(x + F(x))
+        x = norm_sublayer(x, self.attention_branch, self.ln_1, position)
+        if self.mlp is None:                      # d_ff = 0：只有注意力
             return x
-        return norm_sublayer(x, lambda h: self.drop(self.mlp(h)), self.ln_2, position)
+        return norm_sublayer(x, self.ffn_branch, self.ln_2, position)

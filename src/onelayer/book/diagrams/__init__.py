@@ -15,13 +15,21 @@ from onelayer.book.diagrams.attention import (
     permutation_diagram,
 )
 from onelayer.book.diagrams.blocks import (
+    attention_flops_diagram,
     block_norms_diagram,
+    block_parameters_diagram,
     norm_placements_diagram,
     seed_block_diagram,
+    stack_dropout_diagram,
 )
 from onelayer.book.diagrams.book_map import book_map_diagram
 from onelayer.book.diagrams.canvas import Diagram
-from onelayer.book.diagrams.ffn import ffn_diagram, gated_ffn_diagram, position_wise_diagram
+from onelayer.book.diagrams.ffn import (
+    ffn_diagram,
+    gated_ffn_diagram,
+    position_wise_diagram,
+    teacher_student_diagram,
+)
 from onelayer.book.diagrams.gpt import tiny_gpt_diagram
 from onelayer.book.diagrams.inside import inside_diagram
 from onelayer.book.diagrams.modern import (
@@ -44,7 +52,9 @@ __all__ = [
     "product_units_diagram",
     "depth_variants_diagram",
     "attention_diagram",
+    "attention_flops_diagram",
     "block_norms_diagram",
+    "block_parameters_diagram",
     "causal_mask_diagram",
     "book_map_diagram",
     "ci_form_diagram",
@@ -63,6 +73,8 @@ __all__ = [
     "residual_block_diagram",
     "rope_pairs_diagram",
     "seed_block_diagram",
+    "teacher_student_diagram",
+    "stack_dropout_diagram",
     "tiny_gpt_diagram",
     "unrolled_paths_diagram",
 ]

@@ -136,3 +136,108 @@ def seed_block_diagram() -> Diagram:
         d.arrow((x, y), (x, y - 0.2))
         d.text(x + 0.25, y - 0.38, formula, size=SMALL, color=MUTED)
     return d
+
+
+@drawing
+def block_parameters_diagram(d_model: int = 768) -> Diagram:
+    """Where a GPT-2-style block keeps its parameters (d_ff = 4·d_model), to scale: each
+    weight matrix drawn as d×d squares (W_QKV 3, W_O 1, W_1 4, W_2 4), each LayerNorm as a
+    strip of 2d; the counts for ``d_model`` (GPT-2 small: 768) beside each part."""
+    d = d_model
+    d_ = Diagram(4.6, 3.35, "一个块的参数在哪里")
+    unit, gap = 0.36, 0.06
+    rows = (("$\\mathrm{LN}_1$：γ, β", 0, "norm", 2 * d),
+            ("$W_{QKV}$ [d, 3d]", 3, "attention", 3 * d * d + 3 * d),
+            ("$W_O$ [d, d]", 1, "attention", d * d + d),
+            ("$\\mathrm{LN}_2$：γ, β", 0, "norm", 2 * d),
+            ("$W_1$ [d, 4d]", 4, "weight", 4 * d * d + 4 * d),
+            ("$W_2$ [4d, d]", 4, "weight", 4 * d * d + d))
+    y, left = 2.95, 1.3
+    centres = []
+    for label, squares, kind, count in rows:
+        height = unit if squares else 0.07
+        y -= height / 2
+        d_.text(left - 0.12, y, label, size=SMALL, ha="right")
+        if squares:
+            for i in range(squares):
+                d_.box(left + unit / 2 + i * (unit + 0.03), y, unit, unit, kind=kind)
+        else:
+            d_.box(left + unit / 2, y, unit, height, kind=kind)
+        d_.text(left + 4 * (unit + 0.03) + 0.08, y, f"{count:,}", size=SMALL, color=MUTED,
+                ha="left")
+        centres.append(y)
+        y -= height / 2 + gap + 0.08
+    brace_x = 3.55
+    for (top, bottom), name, count in (
+            ((centres[1], centres[2]), "注意力 ≈ 4d²", 4 * d * d + 4 * d),
+            ((centres[4], centres[5]), "FFN ≈ 8d²", 8 * d * d + 5 * d)):
+        d_.line([(brace_x, top + unit / 2), (brace_x + 0.06, top + unit / 2),
+                 (brace_x + 0.06, bottom - unit / 2), (brace_x, bottom - unit / 2)], color=MUTED)
+        d_.text(brace_x + 0.12, (top + bottom) / 2 + 0.09, name, size=SMALL, ha="left")
+        d_.text(brace_x + 0.12, (top + bottom) / 2 - 0.1, f"{count:,}", size=SMALL,
+                color=MUTED, ha="left")
+    d_.text(2.3, 0.12, f"每个方块是 d × d = {d * d:,} 个权重（d = d_model = {d}）；"
+            f"合计 12d² + 13d = {12 * d * d + 13 * d:,}", size=SMALL, color=MUTED)
+    return d_
+
+
+@drawing
+def attention_flops_diagram(seq_len: int = 6) -> Diagram:
+    """The T×T attention score matrix twice: counted whole (this book's convention, the
+    masked half included: 2·T·d_model FLOPs per token each for QKᵀ and AV), and only its
+    visible half (a kernel that skips the masked half; Kaplan et al.'s Table 1 counts half
+    as much too), with where attention then catches up with the FFN."""
+    d = Diagram(4.6, 2.75, "注意力分数矩阵：算整个，还是算一半")
+    cell = 0.22
+    for x0, title, whole, note in (
+            (0.35, "本书的计数：整个 T×T", True, "遮掉的一半也算\n注意力约在 T ≈ 2·d_model\n追上 FFN"),
+            (2.65, "只算看得见的一半", False,
+             "跳过遮掉的一半，或按 Kaplan\n等人的约定：约在 T ≈ 4·d_model")):
+        d.text(x0 + cell * seq_len / 2, 2.6, title, size=SMALL)
+        for i in range(seq_len):                       # 行：查询的位置
+            for j in range(seq_len):                   # 列：键的位置
+                visible = j <= i
+                kind = "attention" if visible else ("note" if whole else "stream")
+                cx, cy = x0 + (j + 0.5) * cell, 2.35 - (i + 0.5) * cell
+                d.box(cx, cy, cell - 0.02, cell - 0.02, kind=kind, dashed=not visible,
+                      filled=visible or whole)
+                if not visible and whole:
+                    d.text(cx, cy, "×", size=SMALL, color=MUTED)
+        d.text(x0 + cell * seq_len / 2, 0.55, note, size=SMALL, color=MUTED)
+        d.text(x0 - 0.14, 2.35 - cell * seq_len / 2, "查询", size=SMALL, color=MUTED,
+               rotation=90)
+        d.text(x0 + cell * seq_len / 2, 2.35 - cell * seq_len - 0.12, "键", size=SMALL,
+               color=MUTED)
+    d.text(2.3, 0.12, "$QK^\\top$ 和 $AV$ 各是一次这样的矩阵乘法；× 是因果掩码遮掉的分数",
+           size=SMALL, color=MUTED)
+    return d
+
+
+@drawing
+def stack_dropout_diagram() -> Diagram:
+    """A Pre-Norm model: embeddings, dropout ①, N blocks on one residual stream (dropout ②
+    on the attention weights inside the attention, dropout ③ on each sublayer's output before
+    ⊕), then ln_f: the three places GPT-style models drop out, and a stream that is only ever
+    added to until ln_f."""
+    d = Diagram(4.6, 4.85, "叠起来的块：残差流与暂退的三个位置")
+    x = 1.75
+    d.box(x, 4.7, 1.9, 0.26, "词元嵌入 + 位置嵌入", kind="stream", size=SMALL)
+    d.arrow((x, 4.57), (x, 4.4))
+    d.box(x, 4.28, 1.2, 0.24, "① 暂退（嵌入之后）", kind="note", size=SMALL)
+    y = 4.16
+    d.line([(x, y), (x, y - 0.12)])
+    y -= 0.12
+    top = y
+    attention = ("注意力（② 暂退在权重上）", "attention")
+    for branch in ([LN_1, attention, ("③ 暂退", "note")], [LN_2, FFN, ("③ 暂退", "note")]):
+        y = sublayer(d, x, y, branch, w=1.75, offset=1.15)
+    d.box(x + 0.45, (top + y) / 2 - 0.06, 3.1, top - y + 0.2, kind="note", dashed=True,
+          filled=False)
+    d.text(x + 1.95, top - 0.12, "×N", size=SMALL, color=MUTED, ha="right")
+    d.text(x + 1.22, (top + y) / 2 + 0.5, "残差流：\n只往上加，\n从不缩放", size=SMALL,
+           color=MUTED, ha="left")
+    d.arrow((x, y), (x, y - 0.3))
+    d.box(x, y - 0.42, 1.3, 0.24, "ln_f（LayerNorm）", kind="norm", size=SMALL)
+    d.arrow((x, y - 0.54), (x, y - 0.72))
+    d.box(x, y - 0.84, 1.3, 0.24, "输出层 → logits", kind="weight", size=SMALL)
+    return d
