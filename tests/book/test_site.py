@@ -27,6 +27,7 @@ SEARCH_TERMS = {
     "chapters/01_ffn": "前馈",
     "chapters/02_activation": "激活",
     "chapters/03_residual": "残差",
+    "chapters/03a_depth_study": "信号塌缩",
     "chapters/04_layernorm": "归一化",
     "chapters/05_attention": "自注意力",
     "chapters/06_block": "暂退",
