@@ -31,6 +31,8 @@ SEARCH_TERMS = {
     "chapters/04_layernorm": "归一化",
     "chapters/05_attention": "自注意力",
     "chapters/06_block": "暂退",
+    "chapters/06a_compute_study": "交点",
+    "chapters/06b_depth_dropout_study": "倒置暂退",
     "chapters/07_tiny_gpt": "召回",
     "chapters/08_pre_post_norm": "预热",
     "chapters/09_modern_layer": "分组查询注意力",
