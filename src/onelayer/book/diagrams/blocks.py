@@ -190,7 +190,8 @@ def attention_flops_diagram(seq_len: int = 6) -> Diagram:
     d = Diagram(4.6, 2.75, "注意力分数矩阵：算整个，还是算一半")
     cell = 0.22
     for x0, title, whole, note in (
-            (0.35, "本书的计数：整个 T×T", True, "遮掉的一半也算\n注意力约在 T ≈ 2·d_model\n追上 FFN"),
+            (0.35, "本书的计数：整个 T×T", True,
+             "遮掉的一半也算\n注意力约在 T ≈ 2·d_model\n追上 FFN"),
             (2.65, "只算看得见的一半", False,
              "跳过遮掉的一半，或按 Kaplan\n等人的约定：约在 T ≈ 4·d_model")):
         d.text(x0 + cell * seq_len / 2, 2.6, title, size=SMALL)
