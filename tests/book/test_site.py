@@ -29,6 +29,8 @@ SEARCH_TERMS = {
     "chapters/03_residual": "残差",
     "chapters/03a_depth_study": "信号塌缩",
     "chapters/04_layernorm": "归一化",
+    "chapters/04a_invariance_study": "雅可比矩阵",
+    "chapters/04b_deep_study": "秩塌缩",
     "chapters/05_attention": "自注意力",
     "chapters/06_block": "暂退",
     "chapters/06a_compute_study": "交点",

@@ -37,7 +37,11 @@ from onelayer.book.diagrams.modern import (
     layer_generations_diagram,
     rope_pairs_diagram,
 )
-from onelayer.book.diagrams.norms import layernorm_geometry_diagram
+from onelayer.book.diagrams.norms import (
+    deep_norm_diagram,
+    layernorm_geometry_diagram,
+    layernorm_jacobian_diagram,
+)
 from onelayer.book.diagrams.residual import (
     depth_variants_diagram,
     residual_block_diagram,
@@ -58,6 +62,7 @@ __all__ = [
     "causal_mask_diagram",
     "book_map_diagram",
     "ci_form_diagram",
+    "deep_norm_diagram",
     "rhyme_arms_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
@@ -67,6 +72,7 @@ __all__ = [
     "kv_sharing_diagram",
     "layer_generations_diagram",
     "layernorm_geometry_diagram",
+    "layernorm_jacobian_diagram",
     "norm_placements_diagram",
     "permutation_diagram",
     "position_wise_diagram",
