@@ -25,6 +25,7 @@ CONSOLE_ALLOW: list[tuple[str, str]] = []
 # A term from each chapter that the search page must find, leading to that chapter.
 SEARCH_TERMS = {
     "chapters/01_ffn": "前馈",
+    "chapters/01a_width_study": "容量不够",
     "chapters/02_activation": "激活",
     "chapters/03_residual": "残差",
     "chapters/03a_depth_study": "信号塌缩",

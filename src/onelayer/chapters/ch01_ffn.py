@@ -1,26 +1,16 @@
-"""Chapter 1's experiments: FFNs of several widths fitted to a random 'teacher' FFN; and the
-worked example's dot products written out term by term."""
+"""Chapter 1's experiment: FFN students of several widths fitted to a random 'teacher' FFN
+(the lesson trains them 600 steps; its study page 01a trains the same students 3000 steps)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from onelayer.ffn import FeedForward
 from onelayer.stack import FeedForwardStack
 from onelayer.train import fit, seeded
-
-
-def written_dot(x: torch.Tensor, w: torch.Tensor) -> str:
-    """The dot product x·w written out term by term at one decimal, negative numbers in
-    brackets: ``0.6×0.5 + (-0.5)×0.5 + …`` (the sum itself is left to the caller)."""
-    def number(v: float) -> str:
-        return f"({v:.1f})" if v < 0 else f"{v:.1f}"
-
-    return " + ".join(f"{number(a)}×{number(b)}" for a, b in zip(x.tolist(), w.tolist()))
 
 
 def teacher_task(
@@ -37,19 +27,6 @@ def teacher_task(
         y = teacher(x)
         y = (y - y.mean(0)) / y.std(0)  # unit-variance targets: loss 1.0 = predicting the mean
     return x, y
-
-
-def fit_ffn(
-    x: torch.Tensor, y: torch.Tensor, d_ff: int, activation: str = "relu",
-    steps: int = 600, lr: float = 0.03, seed: int = 0, optimizer: str = "adam",
-) -> float:
-    """Fit a fresh FFN of width ``d_ff`` (built from ``seed``) to (x, y) by full-batch
-    training (Adam by default, or plain gradient descent "sgd"); returns the final MSE."""
-    with seeded(seed):
-        model = FeedForward(x.shape[-1], d_ff, activation=activation)
-    fit(model, lambda m: F.mse_loss(m(x), y), steps, lr, optimizer=optimizer)
-    with torch.no_grad():
-        return F.mse_loss(model(x), y).item()
 
 
 def fit_students(

@@ -123,3 +123,29 @@ def gated_ffn_diagram(d_model: int = 512, d_ff: int = 2048) -> Diagram:
     d.text(right, 0.17, f"3·{d_model}·{d_ff} = {gated:,} 个（+{gated / plain - 1:.0%}）",
            size=SMALL, color=INK)
     return d
+
+
+@drawing
+def teacher_student_diagram(teacher_width: int = 32, widths: tuple[int, ...] = (4, 16, 32),
+                            budget: int = 600, longer: int = 3000) -> Diagram:
+    """Chapter 1's width experiment: a random teacher FFN turns 256 inputs into targets;
+    students of several widths learn the same map, judged by their mean squared error after
+    ``budget`` and after ``longer`` steps."""
+    d = Diagram(4.6, 3.3, "老师与学生：同一个映射，不同的宽度")
+    d.box(0.5, 1.75, 0.8, 0.55, "输入 $x$\n[256, 4]", kind="stream", size=SMALL)
+    d.box(2.15, 2.75, 1.75, 0.55, f"老师 FFN\n$d_{{ff}}$ = {teacher_width}，随机权重",
+          kind="weight", size=SMALL)
+    d.box(3.95, 2.75, 0.9, 0.55, "目标 $y$\n（标准化）", kind="stream", size=SMALL)
+    d.arrow((0.9, 1.95), (1.27, 2.6))
+    d.arrow((3.03, 2.75), (3.5, 2.75))
+    for k, width in enumerate(widths):
+        y = 1.45 - 0.48 * k
+        d.box(2.15, y, 1.75, 0.38, f"学生 $d_{{ff}}$ = {width}", kind="weight", size=SMALL,
+              dashed=width < teacher_width)
+        d.arrow((0.9, 1.6), (1.27, y))
+        d.arrow((3.03, y), (3.5, y))
+        d.box(3.95, y, 0.9, 0.38, "预测 $\\hat y$", kind="stream", size=SMALL)
+    d.arrow((3.95, 1.7), (3.95, 2.47), label="均方误差", label_at=(4.05, 2.08), size=SMALL)
+    d.text(2.3, 0.1, f"虚线：比老师窄，表示不了老师；Adam，全批量，{budget} 步与 {longer} 步",
+           size=SMALL, color=MUTED)
+    return d
