@@ -33,6 +33,8 @@ SEARCH_TERMS = {
     "chapters/04a_invariance_study": "雅可比矩阵",
     "chapters/04b_deep_study": "秩塌缩",
     "chapters/05_attention": "自注意力",
+    "chapters/05a_order_study": "排列等变",
+    "chapters/05b_cost_study": "KV 缓存",
     "chapters/06_block": "暂退",
     "chapters/06a_compute_study": "交点",
     "chapters/06b_depth_dropout_study": "倒置暂退",
