@@ -1,6 +1,7 @@
-"""Chapter 3's experiments: gradients through deep MLPs with and without shortcuts, and the
-degradation experiment (He et al. 2016) at toy scale on ``onelayer.data.two_spirals``;
-chapter 4 trains the same networks with a LayerNorm at the entrance of every layer.
+"""Chapter 3's experiments: gradients through deep MLPs with and without shortcuts (the
+lesson), and the degradation experiment (He et al. 2016) at toy scale on
+``onelayer.data.two_spirals`` (the depth study, 03a_depth_study); chapter 4 trains the same
+networks with a LayerNorm at the entrance of every layer.
 
 Many small networks are trained at once as one ``MLPEnsemble``: a hand-stacked copy of
 ``DeepMLP`` (tests check it member by member). ``torch.func.stack_module_state`` + ``vmap``
