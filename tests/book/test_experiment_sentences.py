@@ -37,7 +37,7 @@ IGNORED = set(dir(builtins)) | {"np", "torch", "math", "f", "self"}
 # Glued results that state no claim and need none (reason beside each), by chapter and name.
 SETTING = "一个设置或由设置算出的数，不是训练的结果"
 EXEMPT: dict[tuple[str, str], str] = {
-    ("02_activation", "long_steps"): SETTING,
+    ("02b_gating_study", "long_steps"): SETTING,
     ("04b_deep_study", "ln_trace_last"): SETTING,
     ("06b_depth_dropout_study", "rms2_slope"): "量出的斜率；它说的“线性增长”是 R² 的断言",
     ("08_pre_post_norm", "best_loss"): "语料的性质（最低可达损失），不是训练的结果",

@@ -27,6 +27,8 @@ SEARCH_TERMS = {
     "chapters/01_ffn": "前馈",
     "chapters/01a_width_study": "容量不够",
     "chapters/02_activation": "激活",
+    "chapters/02a_dead_relu": "坏更新",
+    "chapters/02b_gating_study": "对照任务",
     "chapters/03_residual": "残差",
     "chapters/03a_depth_study": "信号塌缩",
     "chapters/04_layernorm": "归一化",

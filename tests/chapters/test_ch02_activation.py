@@ -1,4 +1,4 @@
-"""Chapter 2's experiments: the bad update and the retraining after it; gating and products."""
+"""Chapter 2's dead-ReLU study: the bad update and the retraining after it."""
 
 import pytest
 import torch
@@ -6,30 +6,27 @@ import torch.nn.functional as F
 
 from onelayer import FeedForward
 from onelayer.chapters.ch01_ffn import teacher_task
-from onelayer.chapters.ch02_activation import (
-    damage_and_retrain,
-    product_task,
-    silent_units,
-    train_variant,
-)
+from onelayer.chapters.ch02_activation import damage_and_retrain, silent_units
 from onelayer.stack import FeedForwardStack
-from onelayer.train import GradientDescent, seeded
+from onelayer.train import seeded
 
 X, Y = teacher_task(d_model=4, d_ff=32, n=64, seed=0)
 
 
 def lone_run(activation, seed, shift, before, after, lr=0.1):
-    """The same experiment on one plain FeedForward, the way the chapter describes it."""
-    with seeded(seed):
-        model = FeedForward(4, 16, activation=activation)
-    params = list(model.parameters())
-    opt = GradientDescent(params)
+    """The same experiment on one plain FeedForward, as the study page's visible cell runs it
+    (torch.optim.SGD without momentum is plain gradient descent)."""
+    torch.manual_seed(seed)
+    model = FeedForward(4, 16, activation=activation)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
     for step in range(before + after):
         if step == before:
             with torch.no_grad():
                 model.w1.bias -= shift
         loss = F.mse_loss(model(X), Y)
-        opt.step(torch.autograd.grad(loss, params), lr)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     return model
 
 
@@ -76,30 +73,6 @@ def test_stack_members_compute_what_their_feedforwards_compute(variant):
         assert torch.allclose(stack(x), expected, atol=1e-6)
         assert torch.allclose(stack.pre_activation(x), torch.stack([m.w1(x) for m in members]),
                               atol=1e-6)
-
-
-def test_train_variant_trains_each_seed_like_a_lone_ffn_with_adam():
-    train, test = product_task(64, 1), product_task(32, 2)
-    runs = train_variant("swiglu", 5, train, test, seeds=(0, 1), steps=15, lr=0.03)
-    assert runs.train_curve.shape == (15, 2) and runs.test_error.shape == (2,)
-    for j, seed in enumerate((0, 1)):
-        with seeded(seed):
-            model = FeedForward.from_variant("swiglu", 8, 5)
-        opt = torch.optim.Adam(model.parameters(), lr=0.03)
-        for _ in range(15):
-            loss = F.mse_loss(model(train[0]), train[1])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        with torch.no_grad():
-            error = F.mse_loss(model(test[0]), test[1]) / test[1].var()
-        assert abs(runs.test_error[j].item() - error.item()) < 1e-4
-
-
-def test_product_task_targets_are_neighbouring_products():
-    x, y = product_task(5, 0, d_model=3)
-    assert torch.allclose(y[:, 0], x[:, 0] * x[:, 1]) and torch.allclose(y[:, 2], x[:, 2] * x[:, 0])
-    assert torch.equal(product_task(5, 0, d_model=3)[0], x)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

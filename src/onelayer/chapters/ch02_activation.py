@@ -1,12 +1,8 @@
-"""Chapter 2's experiments, trained with ``onelayer.train.fit``.
+"""Chapter 2's dead-ReLU study (02a), trained with ``onelayer.train.fit``: every b1 is
+pushed down by a bad update, then training goes on — do the units it silenced come back,
+with ReLU and with GELU?
 
-* The bad update: every b1 is pushed down, then training goes on — do the units it silenced
-  come back, with ReLU and with GELU?
-* Gating and products: plain and gated FFNs of about the same size learn the products
-  y_i = x_i · x_{i+1}, or a ReLU teacher's map.
-
-One run per seed; all seeds of one variant train together as one
-``onelayer.stack.FeedForwardStack``.
+One run per seed; all seeds train together as one ``onelayer.stack.FeedForwardStack``.
 """
 
 from __future__ import annotations
@@ -110,35 +106,3 @@ def damage_and_retrain(
 def _seeded_ffn(seed: int, d_model: int, d_ff: int, activation: str) -> FeedForward:
     with seeded(seed):
         return FeedForward(d_model, d_ff, activation=activation)
-
-
-def product_task(n: int, seed: int, d_model: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
-    """n inputs x ~ N(0, I) in ``d_model`` dims and the targets y_i = x_i · x_{i+1}
-    (indices wrap around)."""
-    check_positive_int("n", n)
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, d_model, generator=generator)
-    return x, x * x.roll(-1, dims=-1)
-
-
-@dataclass
-class VariantRuns:
-    """:func:`train_variant`'s result: one entry per seed."""
-
-    test_error: torch.Tensor    # [N]: test MSE / variance of the test targets
-    train_curve: torch.Tensor   # [steps, N]: train MSE / variance of the train targets,
-                                # before each step
-
-
-def train_variant(variant: str, d_ff: int, train: tuple[torch.Tensor, torch.Tensor],
-                  test: tuple[torch.Tensor, torch.Tensor], seeds: Sequence[int],
-                  steps: int = 150, lr: float = 0.03) -> VariantRuns:
-    """Train ``FeedForward.from_variant(variant, d_model, d_ff)``, one per seed, full-batch
-    Adam (``fit``) on the MSE, and report the unexplained variance (0 is perfect, 1 is no
-    better than predicting the mean)."""
-    x, y = train
-    stack = FeedForwardStack.from_seeds(variant, x.shape[-1], d_ff, tuple(seeds))
-    curve = fit(stack, lambda model: member_mse(model, x, y), steps, lr)
-    with torch.no_grad():
-        test_error = member_mse(stack, *test) / test[1].var()
-    return VariantRuns(test_error=test_error, train_curve=curve / y.var())
