@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from onelayer.attention import causal_mask
 from onelayer.book.diagrams.canvas import KINDS, MUTED, SMALL, Diagram, drawing
@@ -95,7 +95,9 @@ def head_split_diagram() -> Diagram:
             d.line([(cx + offset, y_parts - 0.15),
                     (heads[i] + (cx - centre) * 0.4, y_heads + 0.36)], color=colour)
     for n, (hx, colour) in enumerate(zip(heads, HEAD_COLOURS)):
-        d.box(hx, y_heads, 1.95, 0.72, kind="attention", filled=False)
+        d.ax.add_patch(FancyBboxPatch((hx - 0.975, y_heads - 0.36), 1.95, 0.72,  # 框与标题同色
+                                      boxstyle="round,pad=0,rounding_size=0.06",
+                                      facecolor="none", edgecolor=colour, linewidth=1.1))
         d.text(hx, y_heads + 0.2, f"头 {n}", size=SMALL, color=colour)
         d.text(hx, y_heads - 0.01, f"$A^{{({n})}} = $ softmax$(Q^{{({n})}}K^{{({n})\\top}}"
                f"/\\sqrt{{{d_k}}} + M)$", size=SMALL)
@@ -113,7 +115,7 @@ def head_split_diagram() -> Diagram:
 
 
 def _grid(d: Diagram, x: float, top: float, rows: list[list[float]], head: str,
-          cell: float = 0.32, weights: bool = False) -> None:
+          cell: float = 0.32, weights: bool = False, digits: int = 2) -> None:
     """A [T, T] matrix of scores or weights centred on x: −∞ in grey; query tokens on the
     left, key tokens on top."""
     n = len(rows)
@@ -125,7 +127,8 @@ def _grid(d: Diagram, x: float, top: float, rows: list[list[float]], head: str,
         for j, v in enumerate(values):
             cx = x + (j - (n - 1) / 2) * cell
             if math.isfinite(v):
-                d.cells(cx, y, [v], cell=cell, digits=2, limit=1.0 if weights else 2.5)
+                d.cells(cx, y, [v], cell=cell, digits=digits, limit=1.0 if weights else 2.5,
+                        size=SMALL - (digits > 2))
             else:
                 d.ax.add_patch(Rectangle((cx - cell / 2, y - cell / 2), cell, cell,
                                          facecolor="#d9d9d9", edgecolor="white", linewidth=0.8))
@@ -144,8 +147,8 @@ def causal_mask_diagram() -> Diagram:
     A = masked.softmax(-1)
     d = Diagram(4.6, 2.05, "因果掩码")
     xs, top = (0.82, 2.38, 3.94), 1.5
-    _grid(d, xs[0], top, scores.tolist(), "分数 $QK^\\top/\\sqrt{d_k}$")
-    _grid(d, xs[1], top, masked.tolist(), "$+M$：右上三角 $-\\infty$")
+    _grid(d, xs[0], top, scores.tolist(), "分数 $QK^\\top/\\sqrt{d_k}$", digits=3)
+    _grid(d, xs[1], top, masked.tolist(), "$+M$：右上三角 $-\\infty$", digits=3)
     _grid(d, xs[2], top, A.tolist(), "softmax（每行）", weights=True)
     y_mid = top - 1.5 * 0.32
     for a, b in zip(xs, xs[1:]):
