@@ -16,20 +16,21 @@ from matplotlib.patches import Circle
 
 from onelayer.book.diagrams.canvas import INK, KINDS, MUTED, SMALL, Diagram, drawing
 from onelayer.data import TOKENS, sentence_x
-from onelayer.norms import mean_and_biased_var
+from onelayer.norms import mean_and_biased_var, root_mean_square
 
 SCALE = 0.62  # inches per unit
 GREY = KINDS["stream"][0]
 ORANGE = KINDS["activation"][0]
 GREEN = KINDS["norm"][0]
+BLUE = KINDS["weight"][0]
 
 
 @drawing
 def layernorm_geometry_diagram(token: str = "鱼", scale: float = 2.0, shift: float = 1.0
                                ) -> Diagram:
     """x_token and scale·x + shift: centring drops both along 1 onto the hyperplane ⊥ 1,
-    scaling by 1/σ moves both to the same x̂ on the sphere of radius √d; drawn in the
-    plane of 1 and x."""
+    scaling by 1/σ moves both to the same x̂ on the sphere of radius √d; RMSNorm scales x_token
+    along its own direction onto the sphere (dotted); drawn in the plane of 1 and x."""
     x = sentence_x()[TOKENS.index(token)].double()
     d_model = x.numel()
     radius = math.sqrt(d_model)
@@ -46,24 +47,40 @@ def layernorm_geometry_diagram(token: str = "鱼", scale: float = 2.0, shift: fl
     d.text(*at(0.08, 2.75), "方向 $\\mathbf{1}$", size=SMALL, color=MUTED, ha="left")
     d.text(*at(-3.65, 0.1), "与 $\\mathbf{1}$ 垂直的\n超平面\n（侧看是一条线）", size=SMALL,
            color=GREEN, ha="left", va="bottom")
-    d.text(*at(-2.2, -2.15), f"半径 $\\sqrt{{d}}$ = {radius:g}\n的球面", size=SMALL,
+    d.text(*at(-2.3, -1.95), f"半径 $\\sqrt{{d}}$ = {radius:g}\n的球面", size=SMALL,
            color=GREEN)
     for v, name in ((x, f"$x$（{token}）"), (scale * x + shift, f"${scale:g}x + {shift:g}$")):
         mu, var = (t.item() for t in mean_and_biased_var(v))
         along = mu * math.sqrt(d_model)  # v's component along the unit vector 1/√d
         across = math.sqrt(var * d_model)  # |v − μ|
         d.arrow(at(0, 0), at(across, along), color=GREY)
-        d.text(*at(across + 0.1, along + 0.05), name, size=SMALL, color=GREY, ha="left")
+        if v is x:  # RMSNorm's dotted extension leaves x's tip to the right: label above-left
+            d.text(*at(across + 0.1, along + 0.08), name, size=SMALL, color=GREY, ha="right",
+                   va="bottom")
+        else:
+            d.text(*at(across + 0.1, along + 0.05), name, size=SMALL, color=GREY, ha="left")
         d.line([at(across, along), at(across, 0)], color=ORANGE, dashed=True)
         d.ax.plot(*at(across, 0), marker="o", markersize=3.5, color=ORANGE)
         above = across > radius  # 2x + 1 moves in from outside: its arc goes above the line
         d.arrow(at(across, 0.06 if above else -0.06), at(radius, 0.06 if above else -0.06),
                 color=GREY if above else GREEN, bend=-0.9 if above else 0.6)
+    # RMSNorm: x / RMS(x) has length √d, so x moves along its own direction onto the circle
+    mu, var = (t.item() for t in mean_and_biased_var(x))
+    shrink = 1 / root_mean_square(x).item()  # |x| = √d·RMS(x), so the point is x / RMS(x)
+    rms_at = (math.sqrt(var * d_model) * shrink, mu * math.sqrt(d_model) * shrink)
+    tip = (math.sqrt(var * d_model), mu * math.sqrt(d_model))
+    d.line([at(*tip), at(*rms_at)], color=BLUE, dashed=True, width=1.0)
+    d.ax.plot(*at(*rms_at), marker="o", markersize=4.5, color=BLUE)
+    d.text(*at(rms_at[0] + 0.12, rms_at[1] + 0.22), "RMSNorm($x$)", size=SMALL, color=BLUE,
+           ha="left")
     d.text(*at(0.7, -0.3), "$x - \\mu$", size=SMALL, color=ORANGE)
     d.ax.plot(*at(radius, 0), marker="o", markersize=4.5, color=GREEN)
     d.text(*at(radius + 0.1, -0.28), "$\\hat{x}$", size=SMALL, color=GREEN, ha="left")
-    d.text(2.3, 0.15, "减去 μ：沿 $\\mathbf{1}$ 落到超平面上（虚线）；除以 σ：沿它落到球面上",
+    d.text(2.3, 0.32, "LayerNorm：减去 μ，沿 $\\mathbf{1}$ 落到超平面上（虚线）；"
+           "除以 σ，沿它落到球面上",
            size=SMALL, color=INK)
+    d.text(2.3, 0.1, "RMSNorm：不减 μ，沿 $x$ 自己的方向缩放到球面上（蓝点）", size=SMALL,
+           color=BLUE)
     return d
 
 
