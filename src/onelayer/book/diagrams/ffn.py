@@ -22,6 +22,13 @@ def _column(d: Diagram, x: float, top: float, values: list[float], head: str,
                                        digits=2, vertical=True)]
 
 
+def _vector(values: list[float]) -> str:
+    """Four numbers as the diagram's cells print them (two decimals, a true minus sign), on
+    two lines so that they fit under a column."""
+    shown = [f"{v:.2f}".replace("-", "−") for v in values]
+    return f"[{shown[0]}, {shown[1]},\n{shown[2]}, {shown[3]}]"
+
+
 @drawing
 def ffn_diagram(token: str = "鱼", detector: int = 3) -> Diagram:
     """x_token (4 numbers) → 16 detectors (h = x·W1 + b1, each a column of W1: a key) →
@@ -46,10 +53,11 @@ def ffn_diagram(token: str = "鱼", detector: int = 3) -> Diagram:
     for centres in (pre, post):
         cx, cy = centres[i]
         d.box(cx, cy, 0.54, 0.25, kind="stream", filled=False)
-    d.text(xs[0], ins[-1][1] - 0.45, f"键 $k_{detector}$\n$W_1$ 的第 {detector} 列", size=SMALL,
-           color=KEY_COLOUR)
-    d.text(xs[3], out[-1][1] - 0.45, f"值 $v_{detector}$\n$W_2$ 的第 {detector} 行",
-           size=SMALL, color=VALUE_COLOUR)
+    key, value = ffn.w1.weight[i].tolist(), ffn.w2.weight[:, i].tolist()
+    d.text(xs[0], ins[-1][1] - 0.62, f"键 $k_{detector}$\n$W_1$ 的第 {detector} 列\n"
+           + _vector(key), size=SMALL, color=KEY_COLOUR)
+    d.text(xs[3], out[-1][1] - 0.62, f"值 $v_{detector}$\n$W_2$ 的第 {detector} 行\n"
+           + _vector(value), size=SMALL, color=VALUE_COLOUR)
     d.text(2.3, 0.25, "$W_1$ [4, 16] 升维：16 个探测器各算一个预激活值\n"
            "$W_2$ [16, 4] 降维：输出 = Σ GELU($h_i$)·$v_i$ + $b_2$", size=SMALL, color=MUTED)
     return d
