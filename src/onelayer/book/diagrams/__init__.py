@@ -45,6 +45,7 @@ from onelayer.book.diagrams.norms import (
 from onelayer.book.diagrams.residual import (
     depth_variants_diagram,
     residual_block_diagram,
+    residual_stream_diagram,
     unrolled_paths_diagram,
 )
 from onelayer.book.diagrams.songci import ci_form_diagram, rhyme_arms_diagram
@@ -77,6 +78,7 @@ __all__ = [
     "permutation_diagram",
     "position_wise_diagram",
     "residual_block_diagram",
+    "residual_stream_diagram",
     "rope_pairs_diagram",
     "seed_block_diagram",
     "teacher_student_diagram",

@@ -1,8 +1,8 @@
-"""Chapter 3: the residual block, and two blocks unrolled into their paths."""
+"""Chapter 3: the residual block, two blocks unrolled into their paths, the residual stream."""
 
 from __future__ import annotations
 
-from onelayer.book.diagrams.canvas import MUTED, SMALL, Diagram, drawing
+from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram, drawing
 
 STREAM = "#6b6b6b"
 
@@ -109,4 +109,33 @@ def depth_variants_diagram() -> Diagram:
     d.text(3.8, 0.55, "$h \\leftarrow f(h)$", size=SMALL)
     d.text(2.3, 0.3, "初始化时每块梯度的方差（期望）：", size=SMALL, color=MUTED)
     d.text(2.3, 0.1, "默认初始化 × 1/18　　He 初始化 × 1", size=SMALL, color=MUTED)
+    return d
+
+
+@drawing
+def residual_stream_diagram() -> Diagram:
+    """The residual stream: one line from x_0 to x_L; every block reads the stream, and its
+    branch output is added back onto it at ⊕, so x_L = x_0 + f_1 + … + f_L. In GPT-2 each
+    block has two branches (attention and FFN), and the last projection of each branch is the
+    one whose init is scaled down by the number of branches."""
+    d = Diagram(4.6, 2.3, "残差流")
+    y = 0.95
+    d.box(0.35, y, 0.5, 0.3, "$x_0$", kind="stream")
+    d.box(4.2, y, 0.5, 0.3, "$x_L$", kind="stream")
+    centres = (1.05, 2.0, 3.35)
+    ends = [0.6, *(c + 0.24 + sign * 0.14 for c in centres for sign in (-1, 1)), 3.95]
+    for start, end in zip(ends[::2], ends[1::2]):
+        d.line([(start, y), (end, y)], color=STREAM, width=2.4)
+    for cx, name in zip(centres, ("$f_1$", "$f_2$", "$f_L$")):
+        d.line([(cx - 0.2, y), (cx - 0.2, 1.5)], color=STREAM)
+        d.arrow((cx - 0.2, 1.5), (cx - 0.2, 1.62), color=STREAM)
+        d.box(cx + 0.02, 1.82, 0.6, 0.4, name, kind="weight")
+        d.line([(cx + 0.24, 1.62), (cx + 0.24, y + 0.4)], color=INK)
+        d.arrow((cx + 0.24, y + 0.4), (cx + 0.24, y + 0.14))
+        d.op(cx + 0.24, y, "+")
+    d.text(2.68, y + 0.18, "⋯", color=MUTED)
+    d.text(2.3, 2.2, "每一块读流（灰），把输出加回流上（⊕）", size=SMALL, color=MUTED)
+    d.text(2.3, 0.5, "$x_L = x_0 + f_1 + f_2 + \\cdots + f_L$")
+    d.text(2.3, 0.15, "GPT-2：每块两条分支（注意力、FFN），共 $2\\,n_\\mathrm{layer}$ 条",
+           size=SMALL, color=MUTED)
     return d

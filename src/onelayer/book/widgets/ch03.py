@@ -33,7 +33,7 @@ def grad_norms_figure(curves: dict[str, torch.Tensor], title: str) -> Figure:
     for label, norms in curves.items():
         ax.semilogy(range(1, len(norms) + 1), norms.tolist(), marker="o", markersize=3,
                     label=label)
-    ax.set_ylim(1e-32, 1e4)
+    ax.set_ylim(1e-36, 1e4)
     ax.set_xlabel("块的编号（1 = 最靠近输入）")
     ax.set_ylabel(r"$\|\partial L / \partial W_1\|$（对数坐标）")
     ax.set_title(title)
