@@ -71,6 +71,23 @@ def test_layer_norm_checker(capsys):
     assert not check_layer_norm(unbiased)
     assert "无偏方差" in capsys.readouterr().out
 
+    def hat(x, eps):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, correction=0)
+                                                            + eps)
+
+    assert not check_layer_norm(lambda x, g, b, eps: hat(x, eps) + b)
+    assert "漏了乘 γ" in capsys.readouterr().out
+    assert not check_layer_norm(lambda x, g, b, eps: hat(x, eps) * g)
+    assert "漏了加 β" in capsys.readouterr().out
+
+    def batch_norm(x, g, b, eps, dims=(0, 1)):
+        mu = x.mean(dims, keepdim=True)
+        return (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dims, keepdim=True) + eps) * g + b
+
+    for dims in (0, (0, 1)):
+        assert not check_layer_norm(lambda x, g, b, eps, d=dims: batch_norm(x, g, b, eps, d))
+        assert "BatchNorm" in capsys.readouterr().out
+
 
 def keep_top_k(z, k, dim=-1, fill=float("-inf")):
     kth = z.topk(k, dim=dim).values.narrow(dim, k - 1, 1)

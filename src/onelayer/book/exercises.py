@@ -111,14 +111,19 @@ def check_layer_norm(fn: Callable[..., torch.Tensor]) -> bool:
     gamma = torch.rand(5, generator=generator) + 0.5
     beta, eps = torch.randn(5, generator=generator), 1e-5
     mean = x.mean(-1, keepdim=True)
+    x_hat = (x - mean) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps)
     mistakes = [
         ((x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * gamma + beta,
          "用了无偏方差（torch.var 的默认）；LayerNorm 用有偏方差，除以 d 而不是 d − 1。"),
-        ((x - mean) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps),
-         "别忘了乘 γ、加 β。"),
-        ((x - x.mean(0)) / torch.sqrt(x.var(0, correction=0) + eps) * gamma + beta,
-         "统计量要在最后一维（特征维）上算，不是在批维上——那是 BatchNorm。"),
+        (x_hat, "别忘了乘 γ、加 β。"),
+        (x_hat + beta, "漏了乘 γ。"),
+        (x_hat * gamma, "漏了加 β。"),
     ]
+    for dims in (0, (0, 1)):   # 只沿批维；沿批和位置（BatchNorm 在序列上的做法）
+        batch_mean = x.mean(dims, keepdim=True)
+        batch_var = x.var(dims, keepdim=True, correction=0)
+        mistakes.append(((x - batch_mean) / torch.sqrt(batch_var + eps) * gamma + beta,
+                         "统计量要在最后一维（特征维）上算，不是跨批（和位置）——那是 BatchNorm。"))
     expected = F.layer_norm(x, (5,), gamma, beta, eps)
     problem = _judge(fn, (x, gamma, beta, eps), expected, "输入形状 [2, 3, 5] ", mistakes,
                      "按 均值 → 有偏方差 → 归一化 → γ、β 逐步核对。")
