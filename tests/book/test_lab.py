@@ -167,7 +167,8 @@ def test_chapter_in_jupyterlab(browser, lab, name):
     (live,) = cell_indices(notebook, lambda c: "".join(c["source"]).strip() == call)
     if name != RUN_CHAPTER:  # its panel as a kernel draws it is the saved one: nbval compares
         assert "nbval-ignore-output" not in notebook["cells"][live]["metadata"].get("tags", [])
-    n_dropdowns = sum("".join(c["source"]).count(":class: dropdown") for c in notebook["cells"])
+    n_dropdowns = sum("".join(c["source"]).count(form) for c in notebook["cells"]
+                      for form in (":class: dropdown", "{dropdown}"))   # 折叠的答案与“深入一步”
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
@@ -216,10 +217,10 @@ def test_chapter_in_jupyterlab(browser, lab, name):
             ".jp-MarkdownCell .myst, .jp-OutputArea").all_text_contents())
         left = [raw for raw in RAW_MYST if raw in shown]
         assert left == [], f"{name}: 没有渲染的源文本 {left}"
-        answers = page.locator(".jp-Notebook details.myst-admonition.dropdown")
+        answers = page.locator(".jp-Notebook .jp-MarkdownCell details")
         assert answers.count() == n_dropdowns > 0
-        assert page.locator(".jp-Notebook details.myst-admonition[open]").count() == 0
-        assert not answers.first.locator(".myst-admonition-body").is_visible()
+        assert page.locator(".jp-Notebook .jp-MarkdownCell details[open]").count() == 0
+        assert not answers.first.locator(".myst-admonition-body, .myst-dropdown-body").is_visible()
         # The saved panel computes onelayer's numbers and takes the keys, before any kernel.
         assert_panel_computes_and_takes_keys(page, cells.nth(live), mounted, kind,
                                              f"{name}：打开时")

@@ -110,20 +110,15 @@ def check_layer_norm(fn: Callable[..., torch.Tensor]) -> bool:
     x = torch.randn(2, 3, 5, generator=generator) * 3 + 1
     gamma = torch.rand(5, generator=generator) + 0.5
     beta, eps = torch.randn(5, generator=generator), 1e-5
-    mean = x.mean(-1, keepdim=True)
-    x_hat = (x - mean) / torch.sqrt(x.var(-1, keepdim=True, correction=0) + eps)
-    mistakes = [
-        ((x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * gamma + beta,
-         "用了无偏方差（torch.var 的默认）；LayerNorm 用有偏方差，除以 d 而不是 d − 1。"),
-        (x_hat, "别忘了乘 γ、加 β。"),
-        (x_hat + beta, "漏了乘 γ。"),
-        (x_hat * gamma, "漏了加 β。"),
-    ]
-    for dims in (0, (0, 1)):   # 只沿批维；沿批和位置（BatchNorm 在序列上的做法）
-        batch_mean = x.mean(dims, keepdim=True)
-        batch_var = x.var(dims, keepdim=True, correction=0)
-        mistakes.append(((x - batch_mean) / torch.sqrt(batch_var + eps) * gamma + beta,
-                         "统计量要在最后一维（特征维）上算，不是跨批（和位置）——那是 BatchNorm。"))
+
+    def normed(dims, correction=0):     # (x − 均值) / √(方差 + ε)，均值、方差沿 dims 统计
+        var = x.var(dims, keepdim=True, correction=correction)
+        return (x - x.mean(dims, keepdim=True)) / torch.sqrt(var + eps)
+    batch = "统计量要在最后一维（特征维）上算，不是跨批（和位置）——那是 BatchNorm。"
+    mistakes = [(normed(-1, 1) * gamma + beta, "用了无偏方差（torch.var 的默认）；LayerNorm 用"
+                 "有偏方差，除以 d 而不是 d − 1。"), (normed(-1), "别忘了乘 γ、加 β。"),
+                (normed(-1) + beta, "漏了乘 γ。"), (normed(-1) * gamma, "漏了加 β。"),
+                (normed(0) * gamma + beta, batch), (normed((0, 1)) * gamma + beta, batch)]
     expected = F.layer_norm(x, (5,), gamma, beta, eps)
     problem = _judge(fn, (x, gamma, beta, eps), expected, "输入形状 [2, 3, 5] ", mistakes,
                      "按 均值 → 有偏方差 → 归一化 → γ、β 逐步核对。")
