@@ -45,6 +45,8 @@ SEARCH_TERMS = {
     "chapters/09_modern_layer": "分组查询注意力",
     "chapters/10_songci": "浣溪沙",
     "chapters/10a_rhyme_study": "韵部嵌入",
+    "chapters/10b_controls_study": "二元语法",
+    "chapters/10c_long_model_study": "打乱配对",
     "chapters/11_inside": "logit 透镜",
     "chapters/glossary": "术语表",
     "chapters/errata": "勘误",

@@ -9,7 +9,7 @@
   per new character), if asked with the rhyme imposed at the rhyme slots (``rhyme_filter``);
 - ``train_songci_models``: one TinyGPT per seed, trained side by side as a ``TinyGPTStack``
   with ``onelayer.train.train_adamw``, with validation loss and the three rates along the way;
-- ``bpe_tokenizer``, ``tokens_per_line``: the BPE vocabularies the chapter compares.
+- ``bpe_tokenizer``, ``BpeVocab``: the BPE vocabularies the controls page compares.
 """
 
 from __future__ import annotations
@@ -354,8 +354,3 @@ class BpeVocab:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids))
-
-
-def tokens_per_line(tokenizer, lines: Sequence[str]) -> torch.Tensor:
-    """How many tokens ``tokenizer`` makes of each line, [len(lines)]."""
-    return torch.tensor([len(e.ids) for e in tokenizer.encode_batch(list(lines))])

@@ -48,7 +48,12 @@ from onelayer.book.diagrams.residual import (
     residual_stream_diagram,
     unrolled_paths_diagram,
 )
-from onelayer.book.diagrams.songci import ci_form_diagram, rhyme_arms_diagram
+from onelayer.book.diagrams.songci import (
+    ci_form_diagram,
+    rhyme_arms_diagram,
+    sampling_diagram,
+    training_step_diagram,
+)
 
 __all__ = [
     "Diagram",
@@ -65,6 +70,8 @@ __all__ = [
     "ci_form_diagram",
     "deep_norm_diagram",
     "rhyme_arms_diagram",
+    "sampling_diagram",
+    "training_step_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",

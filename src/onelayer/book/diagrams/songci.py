@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Circle, Rectangle
 
 from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram, drawing
 from onelayer.chapters.ch10_songci import Form
@@ -135,4 +135,92 @@ def rhyme_arms_diagram() -> Diagram:
     d.text(0.05, low, "四、每句倒着写：韵脚字先写", size=SMALL, ha="left")
     d.text(0.2, low - 0.32, text[start:], size=SMALL, ha="left", color=MUTED)
     d.text(0.2, low - 0.62, reversed_lines(text[start:]), size=SMALL, ha="left")
+    return d
+
+
+@drawing
+def training_step_diagram(steps: int = 100, warmup: int = 20, norm: float = 2.0) -> Diagram:
+    """One step of the chapter's training loop and the three things it adds to chapter 7's:
+    the gradient clipped to norm 1, the learning rate's factor (warm-up, then a half cosine
+    down to 10 %), and AdamW's decay of the weights themselves."""
+    from onelayer.train import warmup_cosine
+
+    width, height = 4.6, 3.0
+    d = Diagram(width, height, "一步训练：裁剪梯度、按日程取学习率、AdamW 更新")
+    top = height - 0.3
+    steps_row = [("批次", "stream"), ("小 GPT", "weight"), ("损失", "note"), ("梯度 g", "note"),
+                 ("裁剪", "note"), ("AdamW", "weight")]
+    xs = [0.4 + k * 0.76 for k in range(len(steps_row))]
+    for k, (label, kind) in enumerate(steps_row):
+        d.box(xs[k], top, 0.6, 0.3, label, kind=kind, size=SMALL)
+        if k:
+            d.arrow((xs[k - 1] + 0.3, top), (xs[k] - 0.3, top))
+    d.text(width / 2, top - 0.36, "AdamW：w ← w − lr·倍数(t)·( m / (√v + ε) + λ·w )",
+           size=SMALL)
+
+    # Clipping: a gradient of norm `norm` is scaled back onto the circle of radius 1.
+    unit, cx, cy = 0.55, 1.05, 0.95
+    d.ax.add_patch(Circle((cx, cy), unit, facecolor="none", edgecolor=MUTED, linewidth=0.8,
+                          linestyle=(0, (3, 2))))
+    direction = (0.8, 0.6)
+    d.arrow((cx, cy), (cx + norm * unit * direction[0] * 0.8, cy + norm * unit * direction[1]
+                       * 0.8), color=MUTED, dashed=True)
+    d.arrow((cx, cy), (cx + unit * direction[0], cy + unit * direction[1]), color=RHYME)
+    d.text(cx + 0.8, cy + 0.85, f"‖g‖ = {norm:g}", size=SMALL, color=MUTED, ha="left")
+    d.text(cx + 0.5, cy + 0.1, "缩到 1", size=SMALL, color=RHYME, ha="left")
+    d.text(1.15, 0.18, "梯度裁剪：范数超过 1 时按比例缩短", size=SMALL)
+
+    # The schedule: the learning rate's factor over the steps.
+    left, bottom, w, h = 2.55, 0.5, 1.85, 1.1
+    d.line([(left, bottom), (left + w, bottom)], color=MUTED, width=0.8)
+    d.line([(left, bottom), (left, bottom + h)], color=MUTED, width=0.8)
+    points = [(left + w * s / (steps - 1), bottom + h * warmup_cosine(s, steps, warmup))
+              for s in range(steps)]
+    d.line(points, color="#3b6aa8")
+    x_warm = left + w * warmup / (steps - 1)
+    d.line([(x_warm, bottom), (x_warm, bottom + h)], color=MUTED, dashed=True, width=0.7)
+    d.text(x_warm - 0.05, bottom + h + 0.12, f"预热 {warmup} 步", size=7, color=MUTED)
+    d.text(left + w, bottom + 0.1 * h + 0.14, "10%", size=7, color=MUTED, ha="right")
+    d.text(left - 0.06, bottom + h, "1", size=7, color=MUTED, ha="right")
+    d.text(left + w / 2, 0.18, "学习率的倍数：先升，再沿余弦降", size=SMALL)
+    return d
+
+
+@drawing
+def sampling_diagram(chars: str = "风花月春人酒",
+                     logits: Sequence[float] = (2.0, 1.5, 1.0, 0.5, 0.0, -1.0)) -> Diagram:
+    """The six characters' probabilities as bars, as they are and after the three ways of
+    changing the logits: temperature 0.5, top-k = 3, top-p = 0.9. A character a method drops
+    is an empty dashed bar marked ×."""
+    import torch
+
+    from onelayer.model import sampling_logits
+
+    scores = torch.tensor(list(logits))
+    panels = [("原始", scores), ("τ = 0.5", sampling_logits(scores, temperature=0.5)),
+              ("top-k = 3", sampling_logits(scores, top_k=3)),
+              ("top-p = 0.9", sampling_logits(scores, top_p=0.9))]
+    width, height = 4.6, 2.0
+    d = Diagram(width, height, "温度、top-k 与核采样怎样改变六个字的概率")
+    panel_w, bar, base, scale = 1.1, 0.13, 0.5, 1.6
+    for k, (title, panel) in enumerate(panels):
+        left = 0.06 + k * (panel_w + 0.03)
+        probs = panel.softmax(-1).tolist()
+        d.text(left + panel_w / 2, height - 0.14, title, size=SMALL)
+        d.line([(left, base), (left + panel_w - 0.06, base)], color=MUTED, width=0.6)
+        for j, (char, p) in enumerate(zip(chars, probs)):
+            x = left + 0.1 + j * 0.17
+            kept = panel[j].item() != float("-inf")
+            if kept:
+                d.ax.add_patch(Rectangle((x - bar / 2, base), bar, p * scale,
+                                         facecolor="#3b6aa8", linewidth=0))
+                d.text(x, base + p * scale + 0.08, f"{p:.2f}".lstrip("0"), size=6,
+                       color=MUTED)
+            else:
+                d.ax.add_patch(Rectangle((x - bar / 2, base), bar, 0.12, facecolor="none",
+                                         edgecolor=MUTED, linewidth=0.6, linestyle=(0, (2, 1))))
+                d.text(x, base + 0.22, "×", size=8, color=RHYME)
+            d.text(x, base - 0.13, char, size=SMALL)
+    d.text(width / 2, 0.12, "条高：softmax 后的概率；×：这个办法把它的 logit 设成 −∞",
+           size=SMALL, color=MUTED)
     return d
