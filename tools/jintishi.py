@@ -14,32 +14,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import re
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import opencc
-from songci import ROOT, check_integrity, download, file_order, to_jsonl
+from songci import ROOT, check_integrity, download, read_entries, to_jsonl
 
 from onelayer.chapters.ch10_rhyme import jinti_kind
 
 OUT = ROOT / "data" / "jintishi.jsonl"
 JINTISHI_SHA256 = "58af4039f0b3f038794d684eba34418dc1797a9b9438cc2de3db5dbdd0915712"
 TANG_FILE = re.compile(r"package/dist/quantangshi/poet\.tang\.([^/]+)\.json")
-
-
-def read_tang(tarball: Path) -> list[dict]:
-    """Every poem of the poet.tang.*.json files, in the edition's order."""
-    files = {}
-    with tarfile.open(tarball, "r:gz") as archive:
-        for member in archive:
-            match = TANG_FILE.fullmatch(member.name)
-            if match:
-                files[match.group(1)] = json.load(archive.extractfile(member))
-    return [poem for name in sorted(files, key=file_order) for poem in files[name]]
 
 
 def jintishi(poems: list[dict]) -> list[dict]:
@@ -62,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tarball = download(Path(folder))
         check_integrity(tarball)
-        poems = read_tang(tarball)
+        poems = read_entries(tarball, TANG_FILE)
     kept = jintishi(poems)
     data = to_jsonl(kept)
     actual = hashlib.sha256(data).hexdigest()

@@ -59,15 +59,16 @@ def file_order(name: str) -> tuple[int, int | str]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def read_ci(tarball: Path) -> list[dict]:
-    """Every ci of the ci.song.*.json files, read from the tarball without unpacking it."""
+def read_entries(tarball: Path, pattern: re.Pattern = CI_FILE) -> list[dict]:
+    """Every entry of the JSON files whose names match ``pattern`` (its group: the file's
+    number or name), in the edition's order, read from the tarball without unpacking it."""
     files = {}
     with tarfile.open(tarball, "r:gz") as archive:
         for member in archive:
-            match = CI_FILE.fullmatch(member.name)
+            match = pattern.fullmatch(member.name)
             if match:
                 files[match.group(1)] = json.load(archive.extractfile(member))
-    return [ci for name in sorted(files, key=file_order) for ci in files[name]]
+    return [entry for name in sorted(files, key=file_order) for entry in files[name]]
 
 
 def to_jsonl(cis: list[dict]) -> bytes:
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         tarball = download(Path(folder))
         downloaded = time.perf_counter()
         check_integrity(tarball)
-        cis = read_ci(tarball)
+        cis = read_entries(tarball)
         size_mb = tarball.stat().st_size / 1e6
     data = to_jsonl(cis)
     actual = hashlib.sha256(data).hexdigest()
