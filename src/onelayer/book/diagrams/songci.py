@@ -155,8 +155,8 @@ def training_step_diagram(steps: int = 100, warmup: int = 20, norm: float = 2.0)
         d.box(xs[k], top, 0.6, 0.3, label, kind=kind, size=SMALL)
         if k:
             d.arrow((xs[k - 1] + 0.3, top), (xs[k] - 0.3, top))
-    d.text(width / 2, top - 0.36, "AdamW：w ← w − lr·倍数(t)·( m / (√v + ε) + λ·w )",
-           size=SMALL)
+    d.text(width / 2, top - 0.36, "PyTorch 的 AdamW：w ← w − lr·倍数(t)·"
+           "( $\\hat m$ / ($\\sqrt{\\hat v}$ + ε) + λ·w )", size=SMALL)
 
     # Clipping: a gradient of norm `norm` is scaled back onto the circle of radius 1.
     unit, cx, cy = 0.55, 1.05, 0.95
