@@ -686,6 +686,8 @@ def test_songci_writer_refuses_a_model_or_form_it_cannot_use():
     blind = TinyGPT(songci_gpt_config(vocab, 24, position_table=False))
     with pytest.raises(ValueError, match="位置嵌入表：无"):
         songci_writer(blind, vocab, forms)
+    with pytest.raises(ValueError, match="model 应为 TinyGPT 或 PlacedGPT，实际为 Linear"):
+        songci_writer(torch.nn.Linear(2, 2), vocab, forms)
 
 
 def test_songci_writer_sends_each_characters_tone_and_rhyme_classes():
@@ -763,6 +765,48 @@ def test_songci_writer_in_the_page_computes_pytorchs_logits_and_writes(browser):
             assert "□" not in written and set(written) <= set(vocab.chars)
             lengths = line_lengths(Ci("", "", (written,)))
             assert tuple(int(shown[f"line.{i}"][0]) for i in range(len(lengths))) == lengths
+        assert errors == [], errors
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_songci_writer_runs_a_model_that_reads_the_places_as_pytorch_does(browser):
+    import copy
+
+    from onelayer.book.widgets.ch10_songci import songci_writer
+    from onelayer.chapters.ch10_place import PlacedGPT
+
+    gpt, vocab, forms = random_songci_gpt(seq_len=40)
+    model = PlacedGPT(gpt, vocab).eval()
+    with torch.no_grad():                            # 位置符号的两张表也取随机值，才量得出差别
+        model.countdown.weight.normal_(generator=torch.Generator().manual_seed(1))
+        model.slot.weight.normal_(generator=torch.Generator().manual_seed(2))
+    half = copy.deepcopy(model)                      # 页面里存的是 float16 的权重
+    with torch.no_grad():
+        for p in half.parameters():
+            p.copy_(p.half().float())
+    half.form = forms["浣溪沙"]
+    panel = songci_writer(model, vocab, forms, about="测试用的模型")
+    page, handle, errors = open_songci_panel(browser, panel)
+    try:
+        form = panel.data["tunes"][0]
+        assert form["name"] == "浣溪沙"
+        for prompt in ("浣溪沙：", "浣溪沙：一曲新词酒一杯，，去年天气旧亭",   # 连着的标点不算一句
+                       "浣溪沙：一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回。\n"):
+            ids = vocab.encode(prompt)
+            got = page.evaluate("([root, form, ids]) => onelayerPanels.songciForward("
+                                "root.olpModel, form, ids)", [handle, form, ids])
+            with torch.no_grad():
+                expected = half(torch.tensor(ids))[-1].double()
+                blind = half.gpt(torch.tensor(ids))[-1].double()
+            got = torch.tensor(got, dtype=torch.float64)
+            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4), prompt
+            assert (got - blind).abs().max() > 0.1, prompt       # 位置符号确实加上了
+        assert "测试用的模型" in page.inner_text("body")
+        page.evaluate(SET_CONTROL, [handle, "seed", 3])
+        written = "".join(line["text"] for line in page.evaluate(PANEL_LINES, handle))
+        assert written and "□" not in written and set(written) <= set(vocab.chars)
         assert errors == [], errors
     finally:
         page.close()

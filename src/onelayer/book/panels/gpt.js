@@ -24,6 +24,7 @@
       for (const part of [b.ln_1, b.ln_2, b.attn.qkv, b.attn.proj, b.w1, b.w2]) unpack(part);
     }
     if (model.ln_f) unpack(model.ln_f);
+    if (model.places) unpack(model.places);
     model.vocab = Array.from(model.vocab);
     return model;
   };
@@ -75,9 +76,10 @@
 
   // 前向的每一步：每块每个头的注意力权重 attn[块][头][t][s]，每块 FFN 在每个位置的激活
   // act(x·W1 + b1) hidden[块][t][神经元]，以及最后一块之后的残差流 xs[t]。
-  P.gptTrace = function (model, ids) {
+  // extra[t]（可不给）：加在位置 t 的词嵌入上的向量（第 10 章押韵研究的位置符号）。
+  P.gptTrace = function (model, ids, extra) {
     let xs = ids.map((id, t) => model.tok.slice(id * model.d, (id + 1) * model.d)
-      .map((v, i) => v + model.pos[t * model.d + i]));
+      .map((v, i) => v + (extra ? extra[t][i] : 0) + model.pos[t * model.d + i]));
     const act = ACTIVATIONS[model.activation];
     const attn = [], hidden = [];
     for (const block of model.blocks) {
@@ -101,8 +103,8 @@
   };
 
   // 前向：返回最后一个位置的 logits，以及每一块 FFN 在最后一个位置的激活 act(x·W1 + b1)。
-  P.gptForward = function (model, ids) {
-    const { xs, hidden } = P.gptTrace(model, ids);
+  P.gptForward = function (model, ids, extra) {
+    const { xs, hidden } = P.gptTrace(model, ids, extra);
     const final = model.ln_f ? layerNorm(xs[xs.length - 1], model.ln_f) : xs[xs.length - 1];
     const logits = [];
     for (let v = 0; v < model.vocab.length; v++) {

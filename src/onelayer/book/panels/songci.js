@@ -46,15 +46,46 @@
     };
   };
 
+  // 每个字之后、下一个字的位置符号 [离句末还有几个字, 是否韵脚]：按词牌的句长数着写出的字
+  // （与 onelayer.chapters.ch10_place.form_places 相同）；“：”之前和换行之后都在句外。
+  P.songciPlaces = function (form, text, longest) {
+    const outside = longest + 1, places = [];
+    let line = 0, count = 0, started = false;
+    const place = () => {
+      if (line >= form.pattern.length || count >= form.pattern[line]) return [outside, 0];
+      const left = form.pattern[line] - count - 1;
+      const slot = left === 0 && form.slots.length > 0 && (line === 0 || form.slots.includes(line));
+      return [Math.min(left, longest), slot ? 1 : 0];
+    };
+    for (const c of Array.from(text)) {
+      if (!started) started = c === SEPARATOR;
+      else if (c === END) line = form.pattern.length;
+      else if (BREAKS.includes(c)) { if (count) line += 1; count = 0; }
+      else count += 1;
+      places.push(started ? place() : [outside, 0]);
+    }
+    return places;
+  };
+  // 下一个字的 logits；读位置符号的模型（model.places）在每个位置的词嵌入上加两张表的行。
+  P.songciForward = function (model, form, ids) {
+    if (!model.places) return P.gptForward(model, ids).logits;
+    const { countdown, slot, longest } = model.places, d = model.d;
+    const text = ids.map((id) => model.vocab[id]).join("");
+    const extra = P.songciPlaces(form, text, longest).map(([left, s]) => Array.from(
+      { length: d }, (_, i) => countdown[left * d + i] + slot[s * d + i]));
+    return P.gptForward(model, ids, extra).logits;
+  };
+
   // 从“词牌：”开始，一次一个字，写到换行或上下文的尽头；□ 不写（它代表任何一个罕见的字）。
   // rhyme：押韵约束（songciRhymeTracker），不给就不约束。
-  P.songciWrite = function (model, prompt, temperature, topP, seed, rhyme) {
+  P.songciWrite = function (model, form, temperature, topP, seed, rhyme) {
+    const prompt = form.name + SEPARATOR;
     const rand = P.mulberry32(seed + 1);
     const ids = Array.from(prompt).map((c) => model.vocab.indexOf(c));
     const unknown = model.vocab.indexOf("□"), end = model.vocab.indexOf(END);
     const written = [];
     while (ids.length < model.block_size) {
-      const logits = P.gptForward(model, ids).logits;
+      const logits = P.songciForward(model, form, ids);
       if (unknown >= 0) logits[unknown] = -Infinity;
       if (rhyme) rhyme.mask(logits);
       const p = P.gptProbs(logits, temperature, logits.length, topP);
@@ -98,7 +129,7 @@
     const seed = slider({ name: "seed", label: "随机种子", min: 0, max: 50, step: 1, value: 0 }, draw);
     const rhymeOn = checkbox({ name: "rhyme", label: "押韵约束", value: false }, draw);
     const out = el("div", { class: "olp-out", "aria-live": "polite" });
-    root.append(el("p", { class: "olp-note", text: "上面读过全宋词的模型，权重以 float16 存进页面，在浏览器里运行："
+    root.append(el("p", { class: "olp-note", text: data.about + "，权重以 float16 存进页面，在浏览器里运行："
                                                   + "从“词牌：”开始一个字一个字地写，直到它写出换行。每句后面是它的字数，与这个词牌最常见的格式对照；"
                                                   + "每个字上面标着平仄（蓝底为平，橙底为仄，“中”两读，“·”字表里没有），✗ 表示违反了九成以上的词都守的定声；"
                                                   + "韵脚句标出末字是否押首句的韵。top-p = 1 表示不剪。"
@@ -120,7 +151,7 @@
       const form = tunes.find((t) => t.name === name), pattern = form.pattern;
       const rhymes = data.rhymes[form.book], groupNames = rhymes.names;
       const tracker = rhymeOn.get() ? P.songciRhymeTracker(model, form, rhymes) : null;
-      const text = P.songciWrite(model, name + SEPARATOR, tau, p, seed.get(), tracker);
+      const text = P.songciWrite(model, form, tau, p, seed.get(), tracker);
       const lines = P.songciLines(text);
       const ok = lines.map((line, i) => line.chars.length === pattern[i]);
       const fits = lines.length === pattern.length && ok.every(Boolean);

@@ -82,7 +82,7 @@ def generation_explorer(model: TinyGPT, corpus: FactsCorpus) -> widgets.VBox:
     return widgets.VBox([widgets.HBox([prompt, seed]), widgets.HBox([temperature, top_k]), out])
 
 
-def _base64(t: torch.Tensor, dtype: str) -> str:
+def tensor_base64(t: torch.Tensor, dtype: str) -> str:
     """The tensor's values, row-major, little-endian, as base64: float32 (exact, and smaller
     than decimal text) or float16 (half the bytes; rounds each weight to 11 significant bits)."""
     kind = {"float32": "<f4", "float16": "<f2"}[dtype]
@@ -109,12 +109,12 @@ def gpt_model_data(model: TinyGPT, vocab: Sequence[str], dtype: str = "float32")
 
     def linear(layer: nn.Linear) -> dict:
         return {"in": layer.in_features, "out": layer.out_features,
-                "W": _base64(layer.weight, dtype),
-                "b": _base64(layer.bias, dtype) if layer.bias is not None else None}
+                "W": tensor_base64(layer.weight, dtype),
+                "b": tensor_base64(layer.bias, dtype) if layer.bias is not None else None}
 
     def layer_norm(norm: nn.Module) -> dict:
-        return {"eps": norm.eps, "weight": _base64(norm.weight, dtype),
-                "bias": _base64(norm.bias, dtype) if norm.bias is not None else None}
+        return {"eps": norm.eps, "weight": tensor_base64(norm.weight, dtype),
+                "bias": tensor_base64(norm.bias, dtype) if norm.bias is not None else None}
 
     blocks = [{"ln_1": layer_norm(b.ln_1), "ln_2": layer_norm(b.ln_2),
                "attn": {"qkv": linear(b.attn.qkv), "proj": linear(b.attn.proj)},
@@ -122,8 +122,8 @@ def gpt_model_data(model: TinyGPT, vocab: Sequence[str], dtype: str = "float32")
     return {"d": block_cfg.d_model, "n_heads": block_cfg.n_heads, "dtype": dtype,
             "block_size": cfg.block_size, "activation": block_cfg.activation,
             "norm_position": block_cfg.norm_position, "vocab": "".join(vocab),
-            "tok": _base64(model.tok.weight, dtype), "pos": _base64(model.pos.weight, dtype),
-            "blocks": blocks,
+            "tok": tensor_base64(model.tok.weight, dtype),
+            "pos": tensor_base64(model.pos.weight, dtype), "blocks": blocks,
             "ln_f": None if isinstance(model.ln_f, nn.Identity) else layer_norm(model.ln_f)}
 
 

@@ -1,7 +1,9 @@
 """Chapter 10 panel: the trained model writes a ci in the page (``panels/songci.js``, with the
 forward pass of ``panels/gpt.js``); its weights are stored as float16 to keep the page small.
 Each written character is marked with its tone, each rhyme slot with whether it rhymes, and a
-switch imposes the rhyme at the slots (``sample_ci(..., rhyme=form)``'s masking)."""
+switch imposes the rhyme at the slots (``sample_ci(..., rhyme=form)``'s masking). A model of the
+rhyme study that reads each position's place (``PlacedGPT``) writes with the places the chosen
+词牌 gives (``form_places``, as ``sample_placed`` does)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from collections.abc import Mapping
 
 from onelayer import metre
 from onelayer.book.panels import PagePanel
-from onelayer.book.widgets.ch07_tiny_gpt import gpt_model_data
+from onelayer.book.widgets.ch07_tiny_gpt import gpt_model_data, tensor_base64
+from onelayer.chapters.ch10_place import LONGEST, PlacedGPT
 from onelayer.chapters.ch10_songci import Form
 from onelayer.model import TinyGPT
 from onelayer.songci import SEPARATOR, CharVocab
@@ -17,11 +20,15 @@ from onelayer.songci import SEPARATOR, CharVocab
 NO_TONE = "·"     # 字表里没有的字；定声格里不定声的位置
 
 
-def songci_writer(model: TinyGPT, vocab: CharVocab, forms: Mapping[str, Form]) -> PagePanel:
+def songci_writer(model: TinyGPT | PlacedGPT, vocab: CharVocab, forms: Mapping[str, Form],
+                  about: str = "上面读过全宋词的模型") -> PagePanel:
     """A 词牌 (from ``forms``: name → its ``Form``), temperature, top-p, a seed and a switch
     for the rhyme; the model writes that 词牌, each line's length is shown against its
     pattern, each character's tone against the fixed tones of the form's grid, and each rhyme
-    slot's end against the first line's. A test compares its logits with PyTorch's."""
+    slot's end against the first line's. ``about`` names the model in the panel's note. A test
+    compares its logits with PyTorch's."""
+    if not isinstance(model, (TinyGPT, PlacedGPT)):
+        raise ValueError(f"model 应为 TinyGPT 或 PlacedGPT，实际为 {type(model).__name__}")
     if not forms:
         raise ValueError("forms 应至少有一个词牌，实际为空")
     for tune, form in forms.items():
@@ -43,8 +50,18 @@ def songci_writer(model: TinyGPT, vocab: CharVocab, forms: Mapping[str, Form]) -
     data = {"tunes": [_tune_data(form) for form in forms.values()],
             "tones": "".join(metre.tone(c) or NO_TONE for c in vocab.chars),
             "rhymes": {book: _rhyme_classes(vocab.chars, book) for book in books},
-            "model": gpt_model_data(model, vocab.chars, dtype="float16")}
+            "model": _model_data(model, vocab), "about": about}
     return PagePanel("songci", data, "在页面里写一首词")
+
+
+def _model_data(model: TinyGPT | PlacedGPT, vocab: CharVocab) -> dict:
+    """The model's weights in float16; a ``PlacedGPT``'s two place tables beside them."""
+    if isinstance(model, TinyGPT):
+        return gpt_model_data(model, vocab.chars, dtype="float16")
+    data = gpt_model_data(model.gpt, vocab.chars, dtype="float16")
+    data["places"] = {"countdown": tensor_base64(model.countdown.weight, "float16"),
+                      "slot": tensor_base64(model.slot.weight, "float16"), "longest": LONGEST}
+    return data
 
 
 def _tune_data(form: Form) -> dict:
