@@ -30,6 +30,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -440,16 +441,53 @@ def count_quantity(claim: dict, entry: dict, ranges: dict) -> tuple[str, int, in
     return None
 
 
+# The models trained once and kept in models/ (tools/train_songci_gpt.py,
+# tools/train_rhyme_study.py) are read through these functions. From the first cell of a page
+# that calls one, its claims are about those fixed weights: a seed offset does not retrain
+# them, so the 20 groups measure the same models again (only sampling, shuffles and the like
+# change). Their rows say so.
+STORED_LOADERS = re.compile(r"\b(?:load_songci_gpt|load_rhyme_study)\(")
+STORED = "**固定检查点**（同一组权重，重测 20 次）"
+STORED_NOTE = ("标着“固定检查点”的行，量的是 `models/` 里训练好存下来的模型"
+               "（见 {ref}`stored-models`）："
+               "种子偏移不重训它们，20 组重复测量同一组权重，随组而变的只有采样、打乱这类随机步骤。"
+               "这些行的“20/20 组成立”不是 20 组训练种子。")
+
+
+def stored_cells(notebook: dict) -> set[str]:
+    """Ids of the code cells from the first one that loads a stored model on."""
+    found, loaded = set(), False
+    for cell in code_cells(notebook):
+        loaded = loaded or bool(STORED_LOADERS.search(source(cell)))
+        if loaded:
+            found.add(cell.get("id", ""))
+    return found
+
+
+def stored_claims(entry: dict, stored: set[str]) -> bool:
+    return any(c["key"].split("/")[0] in stored for c in entry["claims"])
+
+
+def run_time(entry: dict) -> str:
+    """How long one run of the page took in the sweep: the median and range over its groups."""
+    seconds = sorted(g["seconds"] for g in entry["groups"].values() if "seconds" in g)
+    if not seconds:
+        return ""
+    return (f"每次运行 {statistics.median(seconds):.0f} 秒（{len(seconds)} 组的中位数；"
+            f"最快 {seconds[0]:.0f} 秒，最慢 {seconds[-1]:.0f} 秒）。")
+
+
 def row(name: str, claim: dict, held: int, runs: int, ranges: dict, entry: dict,
-        where: tuple[str, str]) -> list[str]:
-    """One claim: its label (linked to the section it checks), then what held, the bound and
-    the range seen, and for seed counts the count over all seeds."""
+        where: tuple[str, str], stored: bool = False) -> list[str]:
+    """One claim: its label (linked to the section it checks), then what held (and, for a
+    claim on a stored model, that the groups re-measure it), the bound and the range seen,
+    and for seed counts the count over all seeds."""
     problem = label_problem(claim)
     label = claim["statement"] if not problem else f"`{claim['code']}`（这一条还没有文字说明）"
     _, anchor = where
     linked = f"[{label}]({name}.ipynb#{anchor})" if anchor else label
     bounds = comparisons(ast.parse(claim["code"], mode="eval").body)
-    details = [f"{held}/{runs} 组成立"]
+    details = [f"{held}/{runs} 组成立"] + ([STORED] if stored else [])
     for q, (lo, hi) in ranges.items():
         seen = number(lo) if number(lo) == number(hi) else f"{number(lo)} ~ {number(hi)}"
         bound, every = bounds.get(q, (q, ""))
@@ -474,9 +512,19 @@ def page_heading(name: str) -> str:
     return f"第 {int(name[:2])} {kind} {chapter_title(name)}"
 
 
+def sweep_time(results: dict, names: list[str]) -> str:
+    """The sweep's total run time over the pages whose results are current, from the seconds
+    each run recorded."""
+    current = [n for n in names if status(n, results["chapters"].get(n)) == "current"]
+    runs = [g.get("seconds", 0) for n in current for g in results["chapters"][n]["groups"].values()]
+    return (f"最近一次扫描记下的运行时间：{len(current)} 页、{len(runs)} 次运行，"
+            f"合计约 {sum(runs) / 3600:.1f} 小时；两页同时运行，要等的时间约为它的一半。")
+
+
 def table(results: dict) -> str:
-    parts = [START, ""]
-    for name in swept_chapters():
+    names = swept_chapters()
+    parts = [START, "", sweep_time(results, names), ""]
+    for name in names:
         entry = results["chapters"].get(name)
         notebook = load(CHAPTERS / f"{name}.ipynb")
         parts += [f"({anchor(name)})=", f"### {page_heading(name)}", ""]
@@ -484,11 +532,13 @@ def table(results: dict) -> str:
         if said != "current":
             parts += [said, ""]
         if said == "current" or said.startswith("扫描还没有完成"):
-            where = sections(notebook)
+            where, stored = sections(notebook), stored_cells(notebook)
+            parts += [run_time(entry) + (STORED_NOTE if stored_claims(entry, stored) else ""), ""]
             for claim, held, runs, ranges in claim_rows(entry):
                 if shown(claim, ranges):
                     cell = claim["key"].split("/")[0]
-                    parts += row(name, claim, held, runs, ranges, entry, where.get(cell, ("", "")))
+                    parts += row(name, claim, held, runs, ranges, entry, where.get(cell, ("", "")),
+                                 cell in stored)
             parts.append("")
     return "\n".join(parts + [END])
 

@@ -112,3 +112,22 @@ def test_label_problems_are_found():
     assert claims.label_problem(claim("……但不是 0"))
     assert claims.label_problem(claim("方向相同"))
     assert claims.label_problem(claim("宽度 16：多练 5 倍，误差中位数也在降")) == ""
+
+
+def test_claims_on_stored_models_are_marked():
+    """From the first cell that loads a model kept in models/, a page's rows say that the groups
+    re-measure the same weights; a page that trains its own models has no such row."""
+    def notebook(*sources):
+        return {"cells": [{"cell_type": "code", "id": str(i), "metadata": {}, "source": s}
+                          for i, s in enumerate(sources)]}
+
+    assert claims.stored_cells(notebook("x = 1", "m = load_songci_gpt()", "assert m")) == {"1", "2"}
+    assert claims.stored_cells(notebook("from a import load_rhyme_study", "x = 1")) == set()
+    inside = claims.load(claims.CHAPTERS / "11_inside.ipynb")
+    stored = claims.stored_cells(inside)
+    assert all(c["key"].split("/")[0] in stored
+               for c in claims.chapter_claims(inside) if c["experiment"])
+    assert claims.stored_cells(claims.load(claims.CHAPTERS / "07_tiny_gpt.ipynb")) == set()
+    row = claims.row("x", {"statement": "一句能单独读懂的结论", "code": "a < 1"}, 20, 20,
+                     {"a": (0.5, 0.5)}, {"groups": {}}, ("", ""), stored=True)
+    assert claims.STORED in row[1]
