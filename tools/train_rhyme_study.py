@@ -15,8 +15,9 @@ Arms (``RHYME_ARMS`` in onelayer.chapters.ch10_longer; the changes in ch10_rhyme
 - shi:      a quarter of the training ci are 近体诗 rhymed on 平 (make jintishi first).
 
 Two runs at a time, one thread each (for a model this small that is faster on 2 cores than one
-run on both); 15 to 19 minutes a run. A checkpoint already there is kept, so an interrupted
-study resumes where it stopped. Name arms and seeds to train only those:
+run on both); 14 to 35 minutes a run (run.json records each; slower when the machine is
+busy). A checkpoint already there is kept, so an interrupted study resumes where it
+stopped. Name arms and seeds to train only those:
 
     .venv/bin/python tools/train_rhyme_study.py                          # every missing one
     .venv/bin/python tools/train_rhyme_study.py --arms classes+weighted --seeds 0 --jobs 1
