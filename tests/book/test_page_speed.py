@@ -44,9 +44,10 @@ def test_first_load_is_light_and_no_script_blocks_the_first_paint(book_pages, pa
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page_path", ["chapters/10_songci.html"])
+@pytest.mark.parametrize("page_path", ["chapters/10_songci.html",
+                                       "chapters/10a_rhyme_study.html"])
 def test_a_panels_big_data_loads_only_when_the_panel_comes_near(book_pages, page_path):
-    """Chapter 10's writer carries a whole model (about 1.8 MB): the page names its file, the
+    """Chapter 10's writers carry a whole model (about 1.8 MB): the page names its file, the
     first load does not fetch it, and the panel writes once it has been scrolled to."""
     visit = book_pages(page_path)
     first = [r["url"] for r in visit.first_load_entries["resources"]]
