@@ -347,14 +347,14 @@ def check_rope(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) 
         positions = torch.randint(0, 16, (shape[-2],), generator=generator)
         d = shape[-1]
         cos, sin = rope_angles(positions, d, theta)
-        slow_cos, slow_sin = rope_angles(positions, d, theta ** 0.5)   # ω_j = rope_theta^(−j/d_head)
+        slow_cos, slow_sin = rope_angles(positions, d, theta ** 0.5)   # ω_j = rope_theta^(−j/d)
         mistakes = [
             (apply_rope_interleaved(x, positions, theta),
              "这是 RoFormer 论文的相邻配对（2j 与 2j+1）；本题要 j 与 j + d_head/2 配对。"),
             (x * cos - rotate_half(x) * sin,
              "转反了方向：(a, b) ↦ (a·cos − b·sin, b·cos + a·sin)。"),
             (apply_rope(x, slow_cos, slow_sin),
-             "角速度的指数是 −2j/d_head：ω_j = rope_theta^(−2j/d_head)，j 从 0 数到 d_head/2 − 1。"),
+             "角速度的指数是 −2j/d_head：ω_j = rope_theta^(−2j/d_head)，j 从 0 到 d_head/2 − 1。"),
         ]
         problem = _judge(fn, (x.clone(), positions.clone(), theta), apply_rope(x, cos, sin),
                          f"输入形状 {list(shape)}、rope_theta = {theta:g} ", mistakes,
