@@ -180,6 +180,29 @@ def test_rope_pairs_turn_at_the_chapters_speeds():
         diagrams.rope_pairs_diagram(d_head=7)
 
 
+def test_rope_shift_keeps_the_angle_between_query_and_key():
+    d = diagrams.rope_shift_diagram(omega=0.35, m=3, n=1, shift=3)
+    assert {"$q$（位置 3）", "$k$（位置 1）", "$q$（位置 6）", "$k$（位置 4）"} <= set(d.texts)
+    arcs = [p for p in d.ax.patches if type(p).__name__ == "Arc" and p.theta2 - p.theta1 < 180]
+    assert len(arcs) == 2 and abs((arcs[0].theta2 - arcs[0].theta1)
+                                  - (arcs[1].theta2 - arcs[1].theta1)) < 1e-9  # 夹角不变
+
+
+def test_qk_norm_sits_before_rope_and_not_on_v():
+    shown = diagrams.qk_norm_diagram().texts
+    assert shown.count("RMSNorm（$\\gamma$）") == 2 and shown.count("RoPE") == 2
+    assert "不归一化、不转" in shown
+
+
+def test_sliding_window_sees_the_last_positions():
+    d = diagrams.sliding_window_diagram(size=8, window=3)
+    seen = [p for p in d.ax.patches if type(p).__name__ == "Rectangle"
+            and p.get_facecolor()[:3] != (0.9333333333333333,) * 3]
+    assert len(seen) == 36 + (8 + 7 + 6)  # 因果：1 + … + 8；窗口 3：8 + 7 + 6
+    with pytest.raises(ValueError, match="window"):
+        diagrams.sliding_window_diagram(size=4, window=4)
+
+
 def test_the_inside_map_places_each_finding():
     shown = draw("inside_diagram").texts
     for label in ("看句首", "管断句", "去掉即崩", "只认得当前字", "平仄几乎全对", "押韵：找不到"):

@@ -338,30 +338,30 @@ def check_causal_attention(fn: Callable[..., torch.Tensor]) -> bool:
 
 # 第 9 章：旋转位置编码
 def check_rope(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) -> bool:
-    """Chapter 9: ``fn(x, positions, theta)`` should rotate x [..., T, d_head] by RoPE in the
+    """Chapter 9: ``fn(x, positions, rope_theta)`` should rotate x [..., T, d_head] by RoPE in the
     half-split pairing of Hugging Face Llama/Qwen: dimension j pairs with j + d_head/2 and turns
-    by the angle t·ω_j, ω_j = θ^(−2j/d_head), t = positions[i] for row i."""
+    by the angle t·ω_j, ω_j = rope_theta^(−2j/d_head), t = positions[i] for row i."""
     generator = torch.Generator().manual_seed(9)
     for shape, theta in [((5, 8), 10000.0), ((2, 6, 16), 10000.0), ((2, 3, 4, 32), 1e6)]:
         x = torch.randn(shape, generator=generator)
         positions = torch.randint(0, 16, (shape[-2],), generator=generator)
         d = shape[-1]
         cos, sin = rope_angles(positions, d, theta)
-        slow_cos, slow_sin = rope_angles(positions, d, theta ** 0.5)   # ω_j = θ^(−j/d_head)
+        slow_cos, slow_sin = rope_angles(positions, d, theta ** 0.5)   # ω_j = rope_theta^(−j/d)
         mistakes = [
             (apply_rope_interleaved(x, positions, theta),
              "这是 RoFormer 论文的相邻配对（2j 与 2j+1）；本题要 j 与 j + d_head/2 配对。"),
             (x * cos - rotate_half(x) * sin,
              "转反了方向：(a, b) ↦ (a·cos − b·sin, b·cos + a·sin)。"),
             (apply_rope(x, slow_cos, slow_sin),
-             "角速度的指数是 −2j/d_head：ω_j = θ^(−2j/d_head)，j 从 0 数到 d_head/2 − 1。"),
+             "角速度的指数是 −2j/d_head：ω_j = rope_theta^(−2j/d_head)，j 从 0 到 d_head/2 − 1。"),
         ]
         problem = _judge(fn, (x.clone(), positions.clone(), theta), apply_rope(x, cos, sin),
-                         f"输入形状 {list(shape)}、θ = {theta:g} ", mistakes,
+                         f"输入形状 {list(shape)}、rope_theta = {theta:g} ", mistakes,
                          "先试位置 0（应原样不动）和 d_head = 2（就是平面上的一次旋转）。")
         if problem:
             return _report(False, problem)
-    return _report(True, "三种形状、两个 θ 下都与 onelayer.rope.apply_rope 一致。")
+    return _report(True, "三种形状、两个 rope_theta 下都与 onelayer.rope.apply_rope 一致。")
 
 
 # 第 11 章：logit 透镜

@@ -37,6 +37,11 @@ from onelayer.book.diagrams.modern import (
     layer_generations_diagram,
     rope_pairs_diagram,
 )
+from onelayer.book.diagrams.modern_parts import (
+    qk_norm_diagram,
+    rope_shift_diagram,
+    sliding_window_diagram,
+)
 from onelayer.book.diagrams.norms import (
     deep_norm_diagram,
     layernorm_geometry_diagram,
@@ -86,7 +91,10 @@ __all__ = [
     "position_wise_diagram",
     "residual_block_diagram",
     "residual_stream_diagram",
+    "qk_norm_diagram",
     "rope_pairs_diagram",
+    "rope_shift_diagram",
+    "sliding_window_diagram",
     "seed_block_diagram",
     "teacher_student_diagram",
     "stack_dropout_diagram",
