@@ -24,15 +24,17 @@ def chapter7_config():
     return facts_gpt_config(facts_corpus(n_subjects=32, n_relations=8, seed=0))
 
 
+YAN_SHU = ("一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？",
+           "无可奈何花落去，似曾相识燕归来。小园香径独徘徊。")
+
+
 def songci_form():
     """Chapter 10's form of 浣溪沙, read from a few made-up ci (the picture's layout does not
     depend on the corpus)."""
     from onelayer.chapters.ch10_songci import Form
     from onelayer.songci import Ci
 
-    lines = ("一曲新词酒一杯，去年天气旧亭台。夕阳西下几时回？",
-             "无可奈何花落去，似曾相识燕归来。小园香径独徘徊。")
-    return Form.read([Ci("浣溪沙", "", lines)] * 3, "浣溪沙", (7,) * 6)
+    return Form.read([Ci("浣溪沙", "", YAN_SHU)] * 3, "浣溪沙", (7,) * 6)
 
 
 def inside_findings():
@@ -43,7 +45,8 @@ def inside_findings():
 
 ARGUMENTS = {"tiny_gpt_diagram": lambda: (chapter7_config(),),
              "ci_form_diagram": lambda: (songci_form(), 0.9, 2, PRINTED_SCORES["浣溪沙"]),
-             "inside_diagram": inside_findings}
+             "inside_diagram": inside_findings,
+             "annotated_ci_diagram": lambda: ("".join(YAN_SHU), "浣溪沙")}
 
 
 def draw(name):
@@ -220,6 +223,15 @@ def test_the_printed_score_is_drawn_above_the_grid_read_from_the_ci():
     assert "谱" not in bare and len(shown) - len(bare) == 6 + 42 + 1
     with pytest.raises(ValueError, match="score 应为每句一串平仄"):
         diagrams.ci_form_diagram(songci_form(), score=score[:5])
+
+
+def test_one_ci_is_drawn_with_each_tone_and_its_rhymes():
+    shown = draw("annotated_ci_diagram").texts
+    assert sum(t in ("平", "仄", "中") for t in shown) == 42        # 每个字一个声调
+    assert shown.count("中") == 4                                   # 几、回、相、燕：字表里两读
+    assert sum(t.startswith(("起韵", "押韵")) for t in shown) == 5 and "不押" in shown
+    with pytest.raises(ValueError, match="text 应是一首词的正文"):
+        diagrams.annotated_ci_diagram("，。", "浣溪沙")
 
 
 def test_the_seed_block_is_drawn_as_its_figure_and_as_its_code():

@@ -54,6 +54,7 @@ from onelayer.book.diagrams.residual import (
     unrolled_paths_diagram,
 )
 from onelayer.book.diagrams.songci import (
+    annotated_ci_diagram,
     ci_form_diagram,
     rhyme_arms_diagram,
     sampling_diagram,
@@ -72,6 +73,7 @@ __all__ = [
     "block_parameters_diagram",
     "causal_mask_diagram",
     "book_map_diagram",
+    "annotated_ci_diagram",
     "ci_form_diagram",
     "deep_norm_diagram",
     "rhyme_arms_diagram",

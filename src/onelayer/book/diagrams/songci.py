@@ -1,4 +1,5 @@
-"""Chapter 10's picture of a 词牌's form: the tone grid and the rhyme slots, read from ci."""
+"""Chapter 10's pictures of 格律: one ci with each character's tone and its rhymes, and a 词牌's
+form (the tone grid and the rhyme slots) read from ci."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 
 from matplotlib.patches import Circle, Rectangle
 
+from onelayer import metre
 from onelayer.book.diagrams.canvas import INK, MUTED, SMALL, Diagram, drawing
 from onelayer.chapters.ch10_songci import Form
 
@@ -13,6 +15,50 @@ from onelayer.chapters.ch10_songci import Form
 # white and marked 中.
 TONE_FILLS = {"平": "#dce7f6", "仄": "#fbe4d5", "中": "#ffffff"}
 RHYME = "#c0392b"
+
+
+@drawing
+def annotated_ci_diagram(text: str, tune: str, tone: str = "平",
+                         book: str = "词林正韵") -> Diagram:
+    """One ci of ``tune`` line by line, each character over its tone (``metre.tone``: 平, 仄, 中
+    for a character listed under both, · when the table lacks it); each line's last character
+    outlined in red when it rhymes with the first line's in ``tone`` (``metre.rhymes``), with
+    its class in ``book``."""
+    lines = metre.ci_lines(text)
+    if not lines:
+        raise ValueError(f"text 应是一首词的正文，实际为 {text!r}")
+    cell = 0.36
+    width = min(4.6, 0.45 + cell * max(map(len, lines)) + 1.6)
+    height = 0.55 + len(lines) * (cell + 0.12) + 0.45
+    d = Diagram(width, height, f"{tune}的平仄与韵脚")
+    top, left = height - 0.5, 0.3
+    d.text(width / 2, height - 0.2, f"{tune}：每个字下面是它的声调", size=SMALL, color=MUTED)
+    anchor = lines[0][-1]
+    for i, line in enumerate(lines):
+        y = top - i * (cell + 0.12) - cell / 2
+        for j, char in enumerate(line):
+            x = left + j * cell + cell / 2
+            mark = metre.tone(char) or "·"
+            d.ax.add_patch(Rectangle((x - cell / 2, y - cell / 2), cell, cell,
+                                     facecolor=TONE_FILLS.get(mark, "#ffffff"),
+                                     edgecolor="#bbbbbb", linewidth=0.6))
+            d.text(x, y + 0.06, char, color=INK)
+            d.text(x, y - 0.11, mark, size=7, color=MUTED)
+        end = left + (len(line) - 1) * cell + cell / 2
+        rhymes = i == 0 or metre.rhymes(anchor, line[-1], tone, book)
+        if rhymes:
+            d.ax.add_patch(Rectangle((end - cell / 2 + 0.02, y - cell / 2 + 0.02),
+                                     cell - 0.04, cell - 0.04, facecolor="none",
+                                     edgecolor=RHYME, linewidth=1.6))
+        groups = "、".join(sorted(metre.rhyme_groups(line[-1], book, tone))) or f"无{tone}声"
+        label = f"起韵：{groups}" if i == 0 else f"押韵：{groups}" if rhymes else "不押"
+        d.text(end + cell / 2 + 0.08, y, label, size=SMALL,
+               color=RHYME if rhymes else MUTED, ha="left")
+    d.text(0.05, 0.28, "平、仄：字表里这个字的声调；中：字表里平仄两读", size=SMALL, color=MUTED,
+           ha="left")
+    d.text(0.05, 0.1, f"红框：韵脚，末字与首句末字在{tone}声里同属{book}的一部", size=SMALL,
+           color=MUTED, ha="left")
+    return d
 
 
 @drawing
