@@ -194,7 +194,7 @@ def test_ffn_panel_has_the_weights_of_the_chapter_ffn_for_both_activations():
 
 # Panels that recompute with PyTorch: live ipywidgets in Lab, their output removed from the HTML.
 KERNEL_PANELS = {"03_residual": "residual_gradient_explorer()",
-                 "08_pre_post_norm": "norm_position_explorer(known=grad)",
+                 "08b_gradient_study": "norm_position_explorer(known=grad)",
                  "07_tiny_gpt": "generation_explorer(model, corpus)"}
 PAGE_PANEL_CALLS = {"01_ffn": "ffn_explorer()", "02_activation": "activation_explorer()",
                     "04_layernorm": "layernorm_explorer()",

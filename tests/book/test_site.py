@@ -42,6 +42,8 @@ SEARCH_TERMS = {
     "chapters/06b_depth_dropout_study": "倒置暂退",
     "chapters/07_tiny_gpt": "召回",
     "chapters/08_pre_post_norm": "预热",
+    "chapters/08a_warmup_study": "二阶矩",
+    "chapters/08b_gradient_study": "平均场",
     "chapters/09_modern_layer": "分组查询注意力",
     "chapters/09a_qknorm_study": "学习率扫描",
     "chapters/09b_gqa_study": "滑动窗口",

@@ -113,6 +113,22 @@ def test_warmup_experiment_runs_and_shapes(corpus):
             npos.warmup_experiment(corpus, steps=4, warmups=bad)
 
 
+def test_warmup_experiment_passes_adams_betas(corpus):
+    # 研究页 08a 的对照：β2 = 0.9 而预热，与直接调用 train_lm(betas=…) 一致
+    kw = dict(n_layers=2, seeds=(0, 1), steps=5, warmups=(2,), d_model=8, n_heads=2,
+              batch_size=4, seq_len=8, positions=("post",))
+    runs = npos.warmup_experiment(corpus, betas=(0.9, 0.9), **kw)
+    model = npos.tiny_lm(corpus, 2, "post", seed=1, d_model=8, n_heads=2, block_size=8)
+    direct = train_lm(model, corpus, 5, lr=3e-3, warmup=2, batch_size=4, seq_len=8, seed=1,
+                      betas=(0.9, 0.9))
+    assert torch.allclose(runs.losses["post", 2][1], direct, atol=1e-5)
+    default = npos.warmup_experiment(corpus, **kw)
+    assert not torch.allclose(default.losses["post", 2][:, 3:], runs.losses["post", 2][:, 3:],
+                              atol=1e-4)
+    with pytest.raises(ValueError, match="betas 应为两个"):
+        npos.warmup_experiment(corpus, betas=(0.9, 1.0), **kw)
+
+
 def test_stall_followup_long_run_and_estimated_moments(corpus):
     kw = dict(n_layers=2, seeds=(0, 1), d_model=8, n_heads=2, batch_size=4, seq_len=8)
     runs = npos.stall_followup(corpus, steps=5, estimate=3, **kw)

@@ -88,14 +88,15 @@ def warmup_experiment(
     corpus: FactsCorpus, n_layers: int = 12, seeds: Sequence[int] = (0, 1), steps: int = 90,
     warmups: Sequence[int] = (0, 45), lr: float = 3e-3, d_model: int = 32, n_heads: int = 4,
     batch_size: int = 16, seq_len: int = 16, positions: Sequence[str] = ("post", "pre"),
-    progress: Progress | None = None,
+    betas: tuple[float, float] = (0.9, 0.999), progress: Progress | None = None,
 ) -> WarmupRuns:
     """Train Post-LN and Pre-LN TinyGPTs with Adam, once per warm-up length in ``warmups``
     (0: none; w > 0: the learning rate ramps up linearly over w steps).
 
     Run (position, w, seed) starts from ``tiny_lm(..., seed)`` and sees the batches of
     ``train_lm(..., seed=seed)``: runs of one seed differ only in the learning rate.
-    The runs of one position are trained together as a ``TinyGPTStack``.
+    The runs of one position are trained together as a ``TinyGPTStack``; ``betas`` are
+    Adam's (β1, β2), torch's defaults unless given.
     """
     check_positive_int("steps", steps)
     if (not isinstance(warmups, Sequence) or not warmups or len(set(warmups)) < len(warmups)
@@ -111,7 +112,7 @@ def warmup_experiment(
         stack = TinyGPTStack([tiny_lm(corpus, n_layers, pos, s, d_model, n_heads, "xavier",
                                       seq_len) for _, s in runs])
         curves = train_lm(stack, corpus, steps, lr, [w for w, _ in runs], batch_size, seq_len,
-                          seed=[s for _, s in runs], progress=progress)
+                          seed=[s for _, s in runs], betas=betas, progress=progress)
         for w in warmups:
             rows = [i for i, (w_i, _) in enumerate(runs) if w_i == w]
             losses[pos, w] = curves[rows]
