@@ -30,7 +30,7 @@ from onelayer.book.diagrams.ffn import (
     position_wise_diagram,
     teacher_student_diagram,
 )
-from onelayer.book.diagrams.gpt import tiny_gpt_diagram
+from onelayer.book.diagrams.gpt import tiny_gpt_diagram, training_step_diagram
 from onelayer.book.diagrams.inside import inside_diagram
 from onelayer.book.diagrams.modern import (
     kv_sharing_diagram,
@@ -84,5 +84,6 @@ __all__ = [
     "teacher_student_diagram",
     "stack_dropout_diagram",
     "tiny_gpt_diagram",
+    "training_step_diagram",
     "unrolled_paths_diagram",
 ]
