@@ -155,11 +155,24 @@ class FactsCorpus:
         return -(p * p.log()).sum().item()
 
     def structure_loss(self) -> float:
-        """The loss of a model that knows the sentence structure but no fact: at the object it
-        can only guess from how often each object occurs; elsewhere it is as good as possible."""
+        """The loss of a model that knows the sentence structure but ignores the relation: at
+        the object it guesses from how often each object occurs; elsewhere it is as good as
+        possible."""
         objects = torch.tensor([self.vocab.index(o) for o in self.facts.values()]).bincount()
         p = objects[objects > 0] / len(self.facts)
         return self.best_loss() - (p * p.log()).sum().item() / 4
+
+    def relation_loss(self) -> float:
+        """The loss of a model that knows the structure and reads the relation but stores no
+        fact: at the object it guesses from the objects of that relation, H(object | relation)."""
+        by_relation: dict[str, list[str]] = {}
+        for (_, relation), obj in self.facts.items():
+            by_relation.setdefault(relation, []).append(obj)
+        entropy = 0.0
+        for objects in by_relation.values():
+            p = torch.tensor([objects.count(o) for o in set(objects)]) / len(objects)
+            entropy -= len(objects) / len(self.facts) * (p * p.log()).sum().item()
+        return self.best_loss() + entropy / 4
 
     def best_loss(self) -> float:
         """The lowest reachable loss: subjects and relations are random, objects and 。 are not."""

@@ -58,6 +58,8 @@ EXEMPT: dict[tuple[str, str], str] = {
     **{("11_inside", name): "练习答案里的数，在种子 0 的模型上算出，不是结论" for name in (
         "ex_prev_score", "ex_start_up", "ex_break_zero", "ex_break_mean", "ex_wide_head",
         "ex_wide_zero", "ex_wide_mean")},
+    ("07b_shape_study", "n_facts"): SETTING,
+    ("07b_shape_study", "uniform_subject"): "1/32：均匀分给 32 个主语时的概率，不是结论",
     **{("07_tiny_gpt", name): "练习题给出的数（参数量、一个 softmax），不是结论" for name in (
         "ex_untied_share", "ex_gpt2_vocab", "ex_gpt2_d", "ex_gpt2_tied", "ex_gpt2_total",
         "ex_gpt2_share", "ex_p1")},

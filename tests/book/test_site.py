@@ -41,6 +41,8 @@ SEARCH_TERMS = {
     "chapters/06a_compute_study": "交点",
     "chapters/06b_depth_dropout_study": "倒置暂退",
     "chapters/07_tiny_gpt": "召回",
+    "chapters/07a_facts_study": "均值消融",
+    "chapters/07b_shape_study": "贪心解码",
     "chapters/08_pre_post_norm": "预热",
     "chapters/08a_warmup_study": "二阶矩",
     "chapters/08b_gradient_study": "平均场",

@@ -211,6 +211,12 @@ def test_head_ablation_summarises_what_it_measured():
     with heads_off(model, a.subject_heads):
         assert a.without_subject_heads == pytest.approx(fact_recall(model, corpus))
     assert 0.0 <= a.mean_subject_heads <= 1.0
+    with ffn_off(model):
+        assert a.without_ffn == pytest.approx(fact_recall(model, corpus))
+    with recorded(model.blocks[0].mlp) as out:
+        model(fact_queries(corpus, context=2)[0])
+    with ffn_off(model, fill=out[0].mean(0)):                   # the FFN's mean, per position
+        assert a.mean_ffn == pytest.approx(fact_recall(model, corpus))
 
 
 def test_ablation_bad_arguments_raise_value_error():

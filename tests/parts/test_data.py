@@ -24,6 +24,10 @@ def test_facts_corpus_is_deterministic_and_consistent():
     assert corpus.structure_loss() - corpus.best_loss() <= math.log(n_objects) / 4 + 1e-6
     one_fact = facts_corpus(n_subjects=1, n_relations=1)  # one object: nothing left to guess
     assert one_fact.structure_loss() == pytest.approx(one_fact.best_loss())
+    # reading the relation can only help: best ≤ relation ≤ structure
+    assert corpus.best_loss() <= corpus.relation_loss() <= corpus.structure_loss() + 1e-9
+    one_subject = facts_corpus(n_subjects=1, n_relations=3)  # the relation fixes the object
+    assert one_subject.relation_loss() == pytest.approx(one_subject.best_loss())
     with pytest.raises(ValueError, match="词表"):
         corpus.encode("猫吃X")
 

@@ -300,6 +300,7 @@ class HeadAblation:
     without_other_heads: float  # every other head zeroed
     mean_subject_heads: float  # the subject heads replaced by their mean (mean ablation)
     without_ffn: float
+    mean_ffn: float  # the FFN's output replaced by its mean at each position (mean ablation)
     threshold: float
 
     @property
@@ -345,15 +346,18 @@ def head_ablation(model: TinyGPT, corpus: FactsCorpus, threshold: float = 0.5,
 
     carriers = [h for h in range(n_heads) if subject[h] > threshold]
     others = [h for h in range(n_heads) if h not in carriers]
-    if _block(model, layer).mlp is None:
-        without_ffn = float("nan")
-    else:
+    without_ffn = mean_ffn = float("nan")
+    if _block(model, layer).mlp is not None:
         with ffn_off(model, layer):
             without_ffn = fact_recall(model, corpus, context)
+        with evaluating(model), recorded(_block(model, layer).mlp) as out:
+            model(prompts)
+        with ffn_off(model, layer, out[0].mean(0)):          # [T, d_model]：各位置上的平均
+            mean_ffn = fact_recall(model, corpus, context)
     return HeadAblation(
         subject_weight=subject, previous=previous,
         recall=fact_recall(model, corpus, context),
         without_head=torch.tensor([recall_with([h]) for h in range(n_heads)]),
         without_subject_heads=recall_with(carriers), without_other_heads=recall_with(others),
         mean_subject_heads=recall_with(carriers, mean_fill),
-        without_ffn=without_ffn, threshold=threshold)
+        without_ffn=without_ffn, mean_ffn=mean_ffn, threshold=threshold)

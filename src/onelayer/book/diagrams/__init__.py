@@ -30,7 +30,7 @@ from onelayer.book.diagrams.ffn import (
     position_wise_diagram,
     teacher_student_diagram,
 )
-from onelayer.book.diagrams.gpt import tiny_gpt_diagram
+from onelayer.book.diagrams.gpt import tiny_gpt_diagram, training_loop_diagram
 from onelayer.book.diagrams.inside import inside_diagram
 from onelayer.book.diagrams.modern import (
     kv_sharing_diagram,
@@ -78,7 +78,7 @@ __all__ = [
     "deep_norm_diagram",
     "rhyme_arms_diagram",
     "sampling_diagram",
-    "training_step_diagram",
+    "training_loop_diagram",
     "ffn_diagram",
     "gated_ffn_diagram",
     "head_split_diagram",
@@ -101,5 +101,6 @@ __all__ = [
     "teacher_student_diagram",
     "stack_dropout_diagram",
     "tiny_gpt_diagram",
+    "training_step_diagram",
     "unrolled_paths_diagram",
 ]

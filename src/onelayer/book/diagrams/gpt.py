@@ -46,3 +46,40 @@ def tiny_gpt_diagram(config: GPTConfig) -> Diagram:
     d.arrow((x, y - 0.94), (x, y - 1.14))
     d.text(x, y - 1.27, f"logits [T, {V}]：每个位置下一个字的分数", size=SMALL)
     return d
+
+
+@drawing
+def training_loop_diagram(example: str = "蚁追蛋。猪养栗。") -> Diagram:
+    """One training step of a language model: the target is the input shifted by one, the
+    loss is the mean cross-entropy over every position, then zero_grad → backward → step."""
+    if len(example) < 2:
+        raise ValueError(f"示例至少要有 2 个字，实际为 {len(example)} 个")
+    d = Diagram(4.6, 3.9, "训练的一步")
+    n = min(len(example) - 1, 7)
+    left = 2.3 - 0.25 * (n - 1) / 2
+    for i in range(n):
+        cx = left + 0.25 * i
+        d.box(cx, 3.65, 0.23, 0.23, example[i], kind="stream", size=SMALL)
+        d.box(cx, 2.35, 0.23, 0.23, example[i + 1], kind="note", size=SMALL)
+        d.arrow((cx, 3.5), (cx, 3.27))
+    d.text(left - 0.25, 3.65, "x", ha="right")
+    d.text(left - 0.25, 2.35, "y", ha="right")
+    d.text(left + 0.25 * n, 2.35, "  y = x 左移一位", size=SMALL, color=MUTED, ha="left")
+    d.box(2.3, 3.12, 2.0, 0.26, "模型 net(x)：logits [B, T, V]", kind="attention", size=SMALL)
+    d.arrow((2.3, 2.98), (2.3, 2.52))
+    d.box(2.3, 1.95, 3.2, 0.34, "交叉熵：每个位置取 −ln p(正确的下一个字)，再平均",
+          kind="activation", size=SMALL)
+    d.arrow((2.3, 2.2), (2.3, 2.13))
+    d.arrow((2.3, 1.77), (2.3, 1.55))
+    d.text(2.3, 1.42, "loss（一个数）", size=SMALL)
+    steps = [("optimizer.zero_grad()", "清掉上一步的 .grad"),
+             ("loss.backward()", "把梯度写进每个参数的 .grad"),
+             ("optimizer.step()", "按 .grad 更新权重")]
+    for i, (code, say) in enumerate(steps):
+        y = 1.05 - 0.36 * i
+        d.box(1.35, y, 1.7, 0.28, code, kind="weight", size=SMALL)
+        d.text(2.3, y, say, size=SMALL, color=MUTED, ha="left")
+    d.line([(0.5, 0.33), (0.2, 0.33), (0.2, 3.12)], color=MUTED, dashed=True)
+    d.arrow((0.2, 3.12), (1.3, 3.12), color=MUTED, dashed=True)
+    d.text(0.25, 3.3, "下一步用新权重", size=SMALL, color=MUTED, ha="left")
+    return d
