@@ -19,7 +19,7 @@ SWEPT = claims.swept_chapters()
 RERUN = "运行 make claims CHAPTERS={}（约 20 × 本章的运行时间）"
 # Chapters whose 20-group sweep is still to run (or to run again after a change): the appendix
 # says so instead of showing their table. make claims CHAPTERS=… completes one; then drop it here.
-PENDING: set[str] = {"10c_long_model_study"}
+PENDING: set[str] = set()
 DONE = [name for name in SWEPT if name not in PENDING]
 
 
